@@ -1,0 +1,387 @@
+// One typed, validated, frozen configuration object. Defaults and clamps are applied in
+// `loadConfig` only; nothing else in the code reads process.env.
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
+
+export const DEFAULT_PORT = 3000;
+export const DEFAULT_HOST = '0.0.0.0';
+export const DEFAULT_DATA_DIR = './data';
+export const DEFAULT_API_BODY_LIMIT = 1024 * 1024;             // /api/* bodies
+export const DEFAULT_MODEL_BODY_LIMIT = 32 * 1024 * 1024;      // /v1/* JSON bodies (images in data URIs)
+export const DEFAULT_MULTIPART_LIMIT = 64 * 1024 * 1024;       // /v1/images/edits
+export const DEFAULT_IDLE_TIMEOUT_SECONDS = 30;
+export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
+export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
+export const DEFAULT_MAX_HEADER_BYTES = 16 * 1024;
+export const DEFAULT_MAX_URL_BYTES = 8 * 1024;
+export const DEFAULT_REVEAL_LIMIT = { count: 20, windowSeconds: 600 };
+export const DEFAULT_RETRIES = 2;
+export const DEFAULT_TIMEOUTS = { connectMs: 10_000, firstByteMs: 60_000, idleMs: 60_000 };
+export const DEFAULT_VIDEO = { vendor: 'veo', enabled: true, timeoutHours: 24, pollIntervalMs: 2_000, sunset: '2026-12-31' };
+export const QUOTA_PER_USD = 500_000;
+
+export type ModelKind = 'chat' | 'image' | 'video';
+
+export interface ModelPrice {
+  /** USD per 1M tokens */
+  input?: number;
+  output?: number;
+  cached_input?: number;
+  cache_creation_input?: number;
+  /** USD per call (per image for image models) */
+  per_call?: number;
+}
+
+export interface ImageOptions {
+  sizes?: string[];
+  qualities?: string[];
+  styles?: string[];
+  /** multiplier of per_call by size / quality, e.g. {"1792x1024": 2} */
+  size_multipliers?: Record<string, number>;
+  quality_multipliers?: Record<string, number>;
+  /** image edits accept URL strings for image/mask */
+  url_inputs?: boolean;
+}
+
+export interface ModelConfig {
+  id: string;
+  owned_by: string;
+  kind: ModelKind;
+  price: ModelPrice;
+  reasoning: boolean;
+  multimodal: boolean;
+  json_mode: boolean;
+  max_output_tokens: number;
+  /** chat model that answers with an image link, billed per image (spec §4.5, ratio markers) */
+  chat_image: boolean;
+  /** groups that may use the model; empty = every group */
+  groups: string[];
+  image?: ImageOptions;
+  created: number;
+}
+
+export interface GroupConfig {
+  ratio: number;
+  /** requests per minute per key; 0 = unlimited */
+  rpm: number;
+  /** concurrent requests per key; 0 = unlimited */
+  concurrency: number;
+}
+
+export type ChannelType = 'openai' | 'anthropic' | 'simulator' | 'video-legacy';
+export const CHANNEL_TYPES: readonly ChannelType[] = ['openai', 'anthropic', 'simulator', 'video-legacy'];
+
+export interface SimulatorOptions {
+  first_token_delay_ms: number;
+  tokens_per_second: number;
+}
+
+export interface ChannelConfig {
+  name: string;
+  type: ChannelType;
+  base_url: string;
+  keys: string[];
+  models: string[];
+  groups: string[];
+  priority: number;
+  weight: number;
+  model_map: Record<string, string>;
+  timeouts: { connectMs: number; firstByteMs: number; idleMs: number };
+  simulator: SimulatorOptions;
+  /** anthropic channels: version header value */
+  anthropic_version: string;
+}
+
+export interface Limits {
+  apiBodyBytes: number;
+  modelBodyBytes: number;
+  multipartBytes: number;
+  multipartFileBytes: number;
+  multipartFiles: number;
+  multipartFieldBytes: number;
+  maxHeaderBytes: number;
+  maxUrlBytes: number;
+  idleTimeoutSeconds: number;
+  bodyTimeoutMs: number;
+  drainTimeoutMs: number;
+  reveal: { count: number; windowSeconds: number };
+  maxKeysPerAccount: number;
+}
+
+export interface Config {
+  listen: { host: string; port: number };
+  workers: number;
+  dataDir: string;
+  publicUrl: string;
+  /** TOLLGATE_SECRET, when set: the master secret for key encryption (else <dataDir>/secret.key) */
+  secret?: string;
+  /** `node:http` instead of uWS (also chosen automatically when the uWS binary cannot load) */
+  front: 'uws' | 'node';
+  groups: Record<string, GroupConfig>;
+  models: ModelConfig[];
+  channels: ChannelConfig[];
+  retries: number;
+  limits: Limits;
+  video: { vendor: string; enabled: boolean; timeoutHours: number; pollIntervalMs: number; sunset: string; models: string[] };
+  /** bodies above this are transformed in the piscina pool */
+  offloadThresholdBytes: number;
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) { super(message); this.name = 'ConfigError'; }
+}
+
+/** The configuration `npm start` runs without a file: simulated models so calls answer out of the box. */
+export const EMBEDDED_CONFIG = {
+  listen: { host: DEFAULT_HOST, port: DEFAULT_PORT },
+  dataDir: DEFAULT_DATA_DIR,
+  groups: { default: { ratio: 1 } },
+  models: [
+    { id: 'sim-gpt-mini', owned_by: 'tollgate-simulator', price: { input: 0.15, output: 0.6 }, multimodal: true, json_mode: true },
+    { id: 'sim-reasoner', owned_by: 'tollgate-simulator', reasoning: true, max_output_tokens: 100000, price: { input: 1.1, output: 4.4 } },
+    { id: 'sim-claude', owned_by: 'tollgate-simulator', price: { input: 3, output: 15, cached_input: 0.3 }, multimodal: true },
+    { id: 'sim-image', owned_by: 'tollgate-simulator', kind: 'image', price: { per_call: 0.04 },
+      image: { sizes: ['1024x1024', '1024x1792', '1792x1024'], qualities: ['standard', 'hd'], styles: ['vivid', 'natural'],
+        size_multipliers: { '1024x1792': 2, '1792x1024': 2 }, quality_multipliers: { hd: 2 } } },
+    { id: 'sim-chat-image', owned_by: 'tollgate-simulator', chat_image: true, price: { per_call: 0.02 } },
+    { id: 'veo3', owned_by: 'tollgate-simulator', kind: 'video', price: { per_call: 0.5 } },
+    { id: 'veo3-fast', owned_by: 'tollgate-simulator', kind: 'video', price: { per_call: 0.25 } },
+    { id: 'veo3-pro', owned_by: 'tollgate-simulator', kind: 'video', price: { per_call: 1 } },
+    { id: 'veo3-pro-frames', owned_by: 'tollgate-simulator', kind: 'video', price: { per_call: 1.2 } },
+  ],
+  channels: [
+    { name: 'simulator', type: 'simulator',
+      models: ['sim-gpt-mini', 'sim-reasoner', 'sim-claude', 'sim-image', 'sim-chat-image', 'veo3', 'veo3-fast', 'veo3-pro', 'veo3-pro-frames'],
+      simulator: { first_token_delay_ms: 20, tokens_per_second: 200 } },
+  ],
+};
+
+type Raw = Record<string, unknown>;
+
+const isObject = (value: unknown): value is Raw => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+function resolveSecret(value: unknown, where: string, env: NodeJS.ProcessEnv): string {
+  if (typeof value !== 'string') throw new ConfigError(`${where} must be a string`);
+  if (value.startsWith('$') && value.length > 1) {
+    const name = value.slice(1);
+    const found = env[name];
+    if (found === undefined || found === '') throw new ConfigError(`${where} refers to environment variable ${name}, which is not set`);
+    return found;
+  }
+  return value;
+}
+
+function num(raw: Raw, field: string, fallback: number, where: string, min = 0): number {
+  const value = raw[field];
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min) {
+    throw new ConfigError(`${where}.${field} must be a number ≥ ${min}`);
+  }
+  return value;
+}
+
+function stringList(value: unknown, where: string): string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value) || value.some((item) => typeof item !== 'string')) throw new ConfigError(`${where} must be an array of strings`);
+  return value as string[];
+}
+
+function parseModel(raw: unknown, index: number, groups: Set<string>): ModelConfig {
+  const where = `models[${index}]`;
+  if (!isObject(raw)) throw new ConfigError(`${where} must be an object`);
+  if (typeof raw.id !== 'string' || raw.id === '') throw new ConfigError(`${where}.id must be a non-empty string`);
+  const at = `model "${raw.id}"`;
+  const kind = (raw.kind ?? 'chat') as ModelKind;
+  if (!['chat', 'image', 'video'].includes(kind)) throw new ConfigError(`${at}: kind must be chat, image or video`);
+  if (!isObject(raw.price)) throw new ConfigError(`${at} has no price (give price.input/output or price.per_call)`);
+  const price: ModelPrice = {};
+  for (const field of ['input', 'output', 'cached_input', 'cache_creation_input', 'per_call'] as const) {
+    if (raw.price[field] !== undefined) price[field] = num(raw.price, field, 0, `${at}.price`);
+  }
+  if (price.per_call === undefined && (price.input === undefined || price.output === undefined)) {
+    throw new ConfigError(`${at} has no price (give price.input and price.output, or price.per_call)`);
+  }
+  const modelGroups = stringList(raw.groups, `${at}.groups`);
+  for (const group of modelGroups) if (!groups.has(group)) throw new ConfigError(`${at} names unknown group "${group}"`);
+  const image = raw.image === undefined ? undefined : (raw.image as ImageOptions);
+  return Object.freeze({
+    id: raw.id,
+    owned_by: typeof raw.owned_by === 'string' ? raw.owned_by : 'tollgate',
+    kind,
+    price: Object.freeze(price),
+    reasoning: raw.reasoning === true,
+    multimodal: raw.multimodal === true,
+    json_mode: raw.json_mode === true,
+    max_output_tokens: num(raw, 'max_output_tokens', 4096, at, 1),
+    chat_image: raw.chat_image === true,
+    groups: modelGroups,
+    image,
+    created: num(raw, 'created', 1_700_000_000, at),
+  });
+}
+
+function parseChannel(raw: unknown, index: number, models: Map<string, ModelConfig>, groups: Set<string>, env: NodeJS.ProcessEnv): ChannelConfig {
+  const where = `channels[${index}]`;
+  if (!isObject(raw)) throw new ConfigError(`${where} must be an object`);
+  const name = typeof raw.name === 'string' && raw.name !== '' ? raw.name : `channel-${index}`;
+  const at = `channel "${name}"`;
+  const type = raw.type as ChannelType;
+  if (!CHANNEL_TYPES.includes(type)) throw new ConfigError(`${at}: unknown channel type "${String(raw.type)}" (known: ${CHANNEL_TYPES.join(', ')})`);
+  let baseUrl = '';
+  if (type !== 'simulator') {
+    if (typeof raw.base_url !== 'string') throw new ConfigError(`${at}: base_url is required`);
+    try { new URL(raw.base_url); } catch { throw new ConfigError(`${at}: base_url is not a valid URL`); }
+    baseUrl = raw.base_url.replace(/\/+$/, '');
+  }
+  const keys = (raw.keys === undefined ? [] : (Array.isArray(raw.keys) ? raw.keys : [raw.keys]))
+    .map((key, keyIndex) => resolveSecret(key, `${at}.keys[${keyIndex}]`, env));
+  const channelModels = stringList(raw.models, `${at}.models`);
+  if (channelModels.length === 0) throw new ConfigError(`${at}: models must list at least one model`);
+  for (const model of channelModels) if (!models.has(model)) throw new ConfigError(`${at} lists model "${model}", which is not in models`);
+  const channelGroups = raw.groups === undefined ? ['default'] : stringList(raw.groups, `${at}.groups`);
+  for (const group of channelGroups) if (!groups.has(group)) throw new ConfigError(`${at} names unknown group "${group}"`);
+  const modelMap: Record<string, string> = {};
+  if (raw.model_map !== undefined) {
+    if (!isObject(raw.model_map)) throw new ConfigError(`${at}.model_map must be an object`);
+    for (const [from, to] of Object.entries(raw.model_map)) {
+      if (typeof to !== 'string') throw new ConfigError(`${at}.model_map.${from} must be a string`);
+      modelMap[from] = to;
+    }
+  }
+  const timeouts = isObject(raw.timeouts) ? raw.timeouts : {};
+  const simulator = isObject(raw.simulator) ? raw.simulator : {};
+  return Object.freeze({
+    name, type, base_url: baseUrl, keys, models: channelModels, groups: channelGroups,
+    priority: num(raw, 'priority', 0, at, -1e9), weight: num(raw, 'weight', 1, at, 0), model_map: modelMap,
+    timeouts: {
+      connectMs: num(timeouts, 'connect_ms', DEFAULT_TIMEOUTS.connectMs, `${at}.timeouts`, 1),
+      firstByteMs: num(timeouts, 'first_byte_ms', DEFAULT_TIMEOUTS.firstByteMs, `${at}.timeouts`, 1),
+      idleMs: num(timeouts, 'idle_ms', DEFAULT_TIMEOUTS.idleMs, `${at}.timeouts`, 1),
+    },
+    simulator: {
+      first_token_delay_ms: num(simulator, 'first_token_delay_ms', 0, `${at}.simulator`),
+      tokens_per_second: num(simulator, 'tokens_per_second', 0, `${at}.simulator`),
+    },
+    anthropic_version: typeof raw.anthropic_version === 'string' ? raw.anthropic_version : '2023-06-01',
+  });
+}
+
+export interface LoadOptions {
+  /** path of a JSON config file; undefined = embedded defaults */
+  path?: string;
+  /** an already parsed config object (tests) */
+  raw?: Raw;
+  env?: NodeJS.ProcessEnv;
+}
+
+export function loadConfig(options: LoadOptions = {}): Config {
+  const env = options.env ?? process.env;
+  const path = options.path ?? env.TOLLGATE_CONFIG;
+  let raw: Raw;
+  if (options.raw) raw = options.raw;
+  else if (path) {
+    let text: string;
+    try { text = readFileSync(path, 'utf8'); } catch (error) { throw new ConfigError(`cannot read config file ${path}: ${(error as Error).message}`); }
+    try { raw = JSON.parse(text) as Raw; } catch (error) { throw new ConfigError(`config file ${path} is not valid JSON: ${(error as Error).message}`); }
+    if (!isObject(raw)) throw new ConfigError(`config file ${path} must hold a JSON object`);
+  } else raw = EMBEDDED_CONFIG as unknown as Raw;
+
+  const listenRaw = isObject(raw.listen) ? raw.listen : {};
+  const port = env.PORT !== undefined ? Number(env.PORT) : num(listenRaw, 'port', DEFAULT_PORT, 'listen');
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`PORT/listen.port must be an integer 0–65535`);
+  const host = env.HOST ?? (typeof listenRaw.host === 'string' ? listenRaw.host : DEFAULT_HOST);
+  const workers = env.TOLLGATE_WORKERS !== undefined ? Number(env.TOLLGATE_WORKERS) : num(raw, 'workers', availableParallelism(), 'config', 1);
+  if (!Number.isInteger(workers) || workers < 1 || workers > 256) throw new ConfigError('TOLLGATE_WORKERS/workers must be an integer 1–256');
+  const dataDir = resolve(env.TOLLGATE_DATA_DIR ?? (typeof raw.dataDir === 'string' ? raw.dataDir : DEFAULT_DATA_DIR));
+
+  const groupsRaw = isObject(raw.groups) ? raw.groups : { default: { ratio: 1 } };
+  const groups: Record<string, GroupConfig> = {};
+  for (const [name, value] of Object.entries(groupsRaw)) {
+    const group = isObject(value) ? value : {};
+    groups[name] = Object.freeze({
+      ratio: num(group, 'ratio', 1, `groups.${name}`),
+      rpm: num(group, 'rpm', 0, `groups.${name}`),
+      concurrency: num(group, 'concurrency', 0, `groups.${name}`),
+    });
+  }
+  if (!groups.default) groups.default = Object.freeze({ ratio: 1, rpm: 0, concurrency: 0 });
+  const groupNames = new Set(Object.keys(groups));
+
+  if (raw.models !== undefined && !Array.isArray(raw.models)) throw new ConfigError('models must be an array');
+  const models = new Map<string, ModelConfig>();
+  ((raw.models as unknown[]) ?? []).forEach((entry, index) => {
+    const model = parseModel(entry, index, groupNames);
+    if (models.has(model.id)) throw new ConfigError(`model "${model.id}" is listed twice`);
+    models.set(model.id, model);
+  });
+  if (raw.channels !== undefined && !Array.isArray(raw.channels)) throw new ConfigError('channels must be an array');
+  const channels = ((raw.channels as unknown[]) ?? []).map((entry, index) => parseChannel(entry, index, models, groupNames, env));
+
+  const limitsRaw = isObject(raw.limits) ? raw.limits : {};
+  const revealRaw = isObject(limitsRaw.reveal) ? limitsRaw.reveal : {};
+  const limits: Limits = Object.freeze({
+    apiBodyBytes: num(limitsRaw, 'api_body_bytes', DEFAULT_API_BODY_LIMIT, 'limits', 1),
+    modelBodyBytes: num(limitsRaw, 'model_body_bytes', DEFAULT_MODEL_BODY_LIMIT, 'limits', 1),
+    multipartBytes: num(limitsRaw, 'multipart_bytes', DEFAULT_MULTIPART_LIMIT, 'limits', 1),
+    multipartFileBytes: num(limitsRaw, 'multipart_file_bytes', 20 * 1024 * 1024, 'limits', 1),
+    multipartFiles: num(limitsRaw, 'multipart_files', 16, 'limits', 1),
+    multipartFieldBytes: num(limitsRaw, 'multipart_field_bytes', 64 * 1024, 'limits', 1),
+    maxHeaderBytes: num(limitsRaw, 'max_header_bytes', DEFAULT_MAX_HEADER_BYTES, 'limits', 1024),
+    maxUrlBytes: num(limitsRaw, 'max_url_bytes', DEFAULT_MAX_URL_BYTES, 'limits', 256),
+    idleTimeoutSeconds: num(limitsRaw, 'idle_timeout_seconds', DEFAULT_IDLE_TIMEOUT_SECONDS, 'limits', 1),
+    bodyTimeoutMs: num(limitsRaw, 'body_timeout_ms', DEFAULT_BODY_TIMEOUT_MS, 'limits', 1),
+    drainTimeoutMs: num(limitsRaw, 'drain_timeout_ms', DEFAULT_DRAIN_TIMEOUT_MS, 'limits', 0),
+    reveal: {
+      count: num(revealRaw, 'count', DEFAULT_REVEAL_LIMIT.count, 'limits.reveal', 1),
+      windowSeconds: num(revealRaw, 'window_seconds', DEFAULT_REVEAL_LIMIT.windowSeconds, 'limits.reveal', 1),
+    },
+    maxKeysPerAccount: num(limitsRaw, 'max_keys_per_account', 1000, 'limits', 1),
+  });
+
+  const videoRaw = isObject(raw.video) ? raw.video : {};
+  const vendor = typeof videoRaw.vendor === 'string' && /^[a-z0-9-]+$/.test(videoRaw.vendor) ? videoRaw.vendor : DEFAULT_VIDEO.vendor;
+  const videoModels = [...models.values()].filter((model) => model.kind === 'video').map((model) => model.id);
+
+  const front = env.TOLLGATE_FRONT === 'node' || raw.front === 'node' ? 'node' : 'uws';
+  const logLevel = (['debug', 'info', 'warn', 'error'] as const).find((level) => level === (env.TOLLGATE_LOG_LEVEL ?? raw.logLevel)) ?? 'info';
+  const config: Config = {
+    listen: Object.freeze({ host, port }),
+    workers,
+    dataDir,
+    publicUrl: (typeof raw.publicUrl === 'string' ? raw.publicUrl : `http://127.0.0.1:${port}`).replace(/\/+$/, ''),
+    secret: env.TOLLGATE_SECRET || undefined,
+    front,
+    groups: Object.freeze(groups),
+    models: Object.freeze([...models.values()]) as ModelConfig[],
+    channels: Object.freeze(channels) as ChannelConfig[],
+    retries: num(raw, 'retries', DEFAULT_RETRIES, 'config'),
+    limits,
+    video: Object.freeze({
+      vendor,
+      enabled: videoRaw.enabled !== false,
+      timeoutHours: num(videoRaw, 'timeout_hours', DEFAULT_VIDEO.timeoutHours, 'video'),
+      pollIntervalMs: num(videoRaw, 'poll_interval_ms', DEFAULT_VIDEO.pollIntervalMs, 'video', 10),
+      sunset: typeof videoRaw.sunset === 'string' ? videoRaw.sunset : DEFAULT_VIDEO.sunset,
+      models: videoModels,
+    }),
+    offloadThresholdBytes: num(raw, 'offload_threshold_bytes', 64 * 1024, 'config'),
+    logLevel,
+  };
+  return Object.freeze(config);
+}
+
+/** The config as it may be logged: channel keys and the master secret never appear. */
+export function redacted(config: Config): unknown {
+  return {
+    ...config,
+    secret: config.secret ? '[redacted]' : undefined,
+    channels: config.channels.map((channel) => ({ ...channel, keys: channel.keys.map(() => '[redacted]') })),
+  };
+}
+
+/** Fast model lookup built once per process. */
+export function modelIndex(config: Config): Map<string, ModelConfig> {
+  return new Map(config.models.map((model) => [model.id, model]));
+}
