@@ -1,0 +1,146 @@
+// The `tollgate` command (DESIGN §3): serve, account create|token|topup|list|rotate-tokens.
+// Account commands work on the data dir directly (LMDB is multi-process safe), server running or not.
+import { parseArgs } from 'node:util';
+import { generateAccessToken, tokenDigest } from './auth/secrets';
+import { ConfigError, loadConfig, QUOTA_PER_USD, redacted, type Config } from './config';
+import { createLogger } from './log';
+import { bootstrapAdmin } from './main';
+import { Store, type AccountRecord } from './store';
+import { runSupervisor, runWorker } from './supervisor';
+
+const USAGE = `usage:
+  tollgate serve [--config PATH]
+  tollgate account create --name NAME [--balance-usd N] [--group G] [--json]
+  tollgate account token --account ID|NAME [--read-only] [--json]
+  tollgate account rotate-tokens --account ID|NAME [--json]   (revokes every token, issues a new one)
+  tollgate account topup --account ID|NAME --usd N [--json]
+  tollgate account list [--json]
+  tollgate config [--config PATH]                              (prints the validated config, secrets redacted)
+environment: TOLLGATE_CONFIG, PORT, HOST, TOLLGATE_DATA_DIR, TOLLGATE_WORKERS, TOLLGATE_SECRET, TOLLGATE_FRONT=node`;
+
+class UsageError extends Error {}
+
+function accountView(account: AccountRecord) {
+  return {
+    id: account.id, name: account.name, group: account.group, balance: account.balance,
+    balance_usd: account.balance / QUOTA_PER_USD, used_quota: account.used_quota, created_time: account.created_time,
+  };
+}
+
+function print(json: boolean, value: unknown, human: string): void {
+  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${human}\n`);
+}
+
+function usdToQuota(text: string | undefined, flag: string): number {
+  const usd = Number(text);
+  if (text === undefined || !Number.isFinite(usd) || usd < 0) throw new UsageError(`${flag} must be a non-negative number of US dollars`);
+  return Math.round(usd * QUOTA_PER_USD);
+}
+
+async function issueToken(store: Store, accountId: number, scope: 'read' | 'write'): Promise<string> {
+  const token = generateAccessToken();
+  await store.accounts.addAccessToken(tokenDigest(token).toString('hex'), accountId, scope);
+  return token;
+}
+
+async function accountCommand(config: Config, args: string[]): Promise<void> {
+  const [action, ...rest] = args;
+  const { values } = parseArgs({
+    args: rest, allowPositionals: false,
+    options: {
+      name: { type: 'string' }, 'balance-usd': { type: 'string' }, group: { type: 'string' }, account: { type: 'string' },
+      'read-only': { type: 'boolean' }, usd: { type: 'string' }, json: { type: 'boolean' }, config: { type: 'string' },
+    },
+  });
+  const json = values.json === true;
+  const store = Store.open(config.dataDir);
+  try {
+    await bootstrapAdmin(store, config, createLogger('warn'));
+    const findAccount = (): AccountRecord => {
+      if (!values.account) throw new UsageError('--account ID|NAME is required');
+      const account = store.accounts.find(values.account);
+      if (!account) throw new UsageError(`no account "${values.account}"`);
+      return account;
+    };
+    switch (action) {
+      case 'create': {
+        const name = values.name;
+        if (!name || name.length > 64 || !/^[\w.@-]+$/.test(name)) throw new UsageError('--name is required: up to 64 letters, digits, _ . @ -');
+        const group = values.group ?? 'default';
+        if (!config.groups[group]) throw new UsageError(`group "${group}" is not in the config (known: ${Object.keys(config.groups).join(', ')})`);
+        const balance = values['balance-usd'] === undefined ? 0 : usdToQuota(values['balance-usd'], '--balance-usd');
+        const account = await store.accounts.create(name, group, balance);
+        if (account === 'exists') throw new UsageError(`account "${name}" already exists`);
+        const token = await issueToken(store, account.id, 'write');
+        print(json, { id: account.id, name: account.name, access_token: token },
+          `created account ${account.name} (id ${account.id}, balance $${balance / QUOTA_PER_USD})\naccess token: ${token}`);
+        return;
+      }
+      case 'token': {
+        const account = findAccount();
+        const scope = values['read-only'] ? 'read' : 'write';
+        const token = await issueToken(store, account.id, scope);
+        print(json, { access_token: token, scope }, `${scope} access token for ${account.name}: ${token}`);
+        return;
+      }
+      case 'rotate-tokens': {
+        const account = findAccount();
+        const revoked = await store.accounts.revokeAccessTokens(account.id);
+        const token = await issueToken(store, account.id, 'write');
+        print(json, { revoked, access_token: token, scope: 'write' },
+          `revoked ${revoked} access token(s) of ${account.name}; new access token: ${token}`);
+        return;
+      }
+      case 'topup': {
+        const account = findAccount();
+        const updated = await store.accounts.topUp(account.id, usdToQuota(values.usd, '--usd'));
+        if (!updated) throw new UsageError(`no account "${values.account}"`);
+        print(json, accountView(updated), `${updated.name}: balance ${updated.balance} quota ($${updated.balance / QUOTA_PER_USD})`);
+        return;
+      }
+      case 'list': {
+        const accounts = store.accounts.list().map(accountView);
+        print(json, accounts, accounts.map((account) => `${account.id}\t${account.name}\t${account.group}\t$${account.balance_usd}`).join('\n'));
+        return;
+      }
+      default:
+        throw new UsageError(`unknown account command "${action ?? ''}"`);
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+function configPathFrom(args: string[]): string | undefined {
+  const index = args.indexOf('--config');
+  if (index !== -1) {
+    const path = args[index + 1];
+    if (!path) throw new UsageError('--config needs a path');
+    return path;
+  }
+  const inline = args.find((arg) => arg.startsWith('--config='));
+  return inline ? inline.slice('--config='.length) : undefined;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const [command, ...args] = argv;
+  const configPath = configPathFrom(args) ?? process.env.TOLLGATE_CONFIG;
+  const config = loadConfig({ path: configPath });
+  switch (command) {
+    case 'serve': case undefined: await runSupervisor(config, configPath); return;
+    case 'worker': await runWorker(config); return;
+    case 'account': await accountCommand(config, args); return;
+    case 'config': process.stdout.write(`${JSON.stringify(redacted(config), null, 2)}\n`); return;
+    case 'help': case '--help': case '-h': process.stdout.write(`${USAGE}\n`); return;
+    default: throw new UsageError(`unknown command "${command}"`);
+  }
+}
+
+if (require.main === module || process.env.TOLLGATE_ROLE === 'worker') {
+  main(process.argv.slice(2)).catch((error: unknown) => {
+    if (error instanceof UsageError) process.stderr.write(`tollgate: ${error.message}\n${USAGE}\n`);
+    else if (error instanceof ConfigError) process.stderr.write(`tollgate: configuration error: ${error.message}\n`);
+    else process.stderr.write(`tollgate: ${(error as Error)?.stack ?? String(error)}\n`);
+    process.exit(error instanceof UsageError ? 64 : 1);
+  });
+}

@@ -1,0 +1,249 @@
+// Anthropic Messages wire types and request validation for POST /v1/messages. Pure: no I/O.
+// Validation checks shape, not policy: model permissions, reasoning rules and billing live elsewhere.
+// Unknown block types and unknown top-level fields pass, so a request forwarded to an Anthropic
+// channel keeps newer features the gateway does not know yet.
+import { badRequest } from '../errors';
+
+/** Every converter returns the value plus the fields it could not carry, named for logs and headers. */
+export interface Converted<T> { value: T; warnings: string[] }
+
+export type AnthropicImageSource =
+  | { type: 'base64'; media_type: string; data: string }
+  | { type: 'url'; url: string };
+
+export interface AnthropicTextBlock { type: 'text'; text: string; cache_control?: unknown; citations?: unknown }
+export interface AnthropicImageBlock { type: 'image'; source: AnthropicImageSource; cache_control?: unknown }
+export interface AnthropicToolUseBlock { type: 'tool_use'; id: string; name: string; input: unknown; cache_control?: unknown }
+export interface AnthropicToolResultBlock {
+  type: 'tool_result'; tool_use_id: string; content?: string | AnthropicContentBlock[]; is_error?: boolean; cache_control?: unknown;
+}
+export interface AnthropicThinkingBlock { type: 'thinking'; thinking: string; signature?: string }
+export interface AnthropicRedactedThinkingBlock { type: 'redacted_thinking'; data: string }
+export interface AnthropicDocumentBlock {
+  type: 'document'; source: { type: string; media_type?: string; data?: string; url?: string }; title?: string; cache_control?: unknown;
+}
+export type AnthropicContentBlock =
+  | AnthropicTextBlock | AnthropicImageBlock | AnthropicToolUseBlock | AnthropicToolResultBlock
+  | AnthropicThinkingBlock | AnthropicRedactedThinkingBlock | AnthropicDocumentBlock;
+
+export interface AnthropicMessageParam { role: 'user' | 'assistant'; content: string | AnthropicContentBlock[] }
+
+export interface AnthropicTool {
+  name: string; description?: string; input_schema?: Record<string, unknown>;
+  /** absent or 'custom' for client tools; server tools carry a versioned type such as web_search_20250305 */
+  type?: string; cache_control?: unknown;
+}
+
+export type AnthropicToolChoice =
+  | { type: 'auto' | 'any' | 'none'; disable_parallel_tool_use?: boolean }
+  | { type: 'tool'; name: string; disable_parallel_tool_use?: boolean };
+
+export interface AnthropicRequest {
+  model: string;
+  max_tokens: number;
+  messages: AnthropicMessageParam[];
+  system?: string | AnthropicTextBlock[];
+  stop_sequences?: string[];
+  temperature?: number;
+  top_p?: number;
+  top_k?: number;
+  stream?: boolean;
+  tools?: AnthropicTool[];
+  tool_choice?: AnthropicToolChoice;
+  metadata?: { user_id?: string | null };
+  thinking?: { type: 'enabled'; budget_tokens: number } | { type: 'disabled' };
+  [field: string]: unknown;
+}
+
+export interface AnthropicUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cache_creation_input_tokens?: number | null;
+  cache_read_input_tokens?: number | null;
+}
+
+export interface AnthropicMessage {
+  id: string;
+  type: 'message';
+  role: 'assistant';
+  model: string;
+  content: AnthropicContentBlock[];
+  stop_reason: string | null;
+  stop_sequence: string | null;
+  usage: AnthropicUsage;
+}
+
+export interface MessagesRequestInfo {
+  model: string; stream: boolean; maxTokens: number; hasImages: boolean; promptChars: number; messageCount: number;
+}
+
+type Json = Record<string, unknown>;
+
+const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isInteger = (value: unknown): value is number => typeof value === 'number' && Number.isInteger(value);
+const fail = (param: string, rule: string): never => { throw badRequest(`${param}: ${rule}`, param); };
+
+function requireString(value: unknown, param: string, nonEmpty = false): string {
+  if (value === undefined) fail(param, 'field required');
+  if (typeof value !== 'string' || (nonEmpty && value.length === 0)) fail(param, nonEmpty ? 'must be a non-empty string' : 'must be a string');
+  return value as string;
+}
+
+function checkRange(body: Json, field: string, low: number, high: number): void {
+  const value = body[field];
+  if (value === undefined || value === null) return;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < low || value > high) {
+    fail(field, `must be a number between ${low} and ${high}`);
+  }
+}
+
+/** Counts prompt characters (for the token estimate) and whether any image is present. */
+interface Tally { chars: number; images: boolean }
+
+function checkImageSource(source: unknown, param: string): void {
+  if (!isObject(source)) fail(param, 'field required');
+  const value = source as Json;
+  if (value.type === 'base64') {
+    requireString(value.media_type, `${param}.media_type`, true);
+    requireString(value.data, `${param}.data`, true);
+  } else if (value.type === 'url') {
+    requireString(value.url, `${param}.url`, true);
+  } else {
+    fail(`${param}.type`, 'must be base64 or url');
+  }
+}
+
+function checkBlock(block: unknown, param: string, role: string, tally: Tally, nested: boolean): void {
+  if (!isObject(block)) fail(param, 'must be a content block object');
+  const value = block as Json;
+  if (typeof value.type !== 'string') fail(`${param}.type`, 'field required');
+  switch (value.type) {
+    case 'text':
+      tally.chars += requireString(value.text, `${param}.text`).length;
+      return;
+    case 'image':
+      checkImageSource(value.source, `${param}.source`);
+      tally.images = true;
+      return;
+    case 'tool_use':
+      if (role !== 'assistant' || nested) fail(param, 'tool_use blocks belong in assistant messages');
+      requireString(value.id, `${param}.id`, true);
+      requireString(value.name, `${param}.name`, true);
+      if (!isObject(value.input)) fail(`${param}.input`, 'must be an object');
+      tally.chars += JSON.stringify(value.input).length;
+      return;
+    case 'tool_result':
+      if (role !== 'user' || nested) fail(param, 'tool_result blocks belong in user messages');
+      requireString(value.tool_use_id, `${param}.tool_use_id`, true);
+      if (value.is_error !== undefined && typeof value.is_error !== 'boolean') fail(`${param}.is_error`, 'must be a boolean');
+      if (typeof value.content === 'string') tally.chars += value.content.length;
+      else if (Array.isArray(value.content)) {
+        value.content.forEach((inner, index) => checkBlock(inner, `${param}.content.${index}`, role, tally, true));
+      } else if (value.content !== undefined) fail(`${param}.content`, 'must be a string or an array of content blocks');
+      return;
+    case 'thinking':
+      tally.chars += requireString(value.thinking, `${param}.thinking`).length;
+      return;
+    default:
+      // redacted_thinking, document and newer block types are forwarded as they are.
+      return;
+  }
+}
+
+function checkTools(tools: unknown): number {
+  if (!Array.isArray(tools)) return fail('tools', 'must be an array');
+  (tools as unknown[]).forEach((tool, index) => {
+    const param = `tools.${index}`;
+    if (!isObject(tool)) fail(param, 'must be an object');
+    const value = tool as Json;
+    requireString(value.name, `${param}.name`, true);
+    const serverTool = typeof value.type === 'string' && value.type !== 'custom';
+    if (serverTool) return;
+    if (value.description !== undefined) requireString(value.description, `${param}.description`);
+    if (!isObject(value.input_schema)) fail(`${param}.input_schema`, value.input_schema === undefined ? 'field required' : 'must be an object');
+  });
+  return JSON.stringify(tools).length;
+}
+
+function checkToolChoice(choice: unknown): void {
+  if (!isObject(choice)) fail('tool_choice', 'must be an object');
+  const value = choice as Json;
+  if (!['auto', 'any', 'tool', 'none'].includes(value.type as string)) fail('tool_choice.type', 'must be auto, any, tool or none');
+  if (value.type === 'tool') requireString(value.name, 'tool_choice.name', true);
+  if (value.disable_parallel_tool_use !== undefined && typeof value.disable_parallel_tool_use !== 'boolean') {
+    fail('tool_choice.disable_parallel_tool_use', 'must be a boolean');
+  }
+}
+
+function checkThinking(thinking: unknown): void {
+  if (!isObject(thinking)) fail('thinking', 'must be an object');
+  const value = thinking as Json;
+  if (value.type === 'disabled') return;
+  if (value.type !== 'enabled') fail('thinking.type', 'must be enabled or disabled');
+  if (!isInteger(value.budget_tokens) || (value.budget_tokens as number) < 1) {
+    fail('thinking.budget_tokens', value.budget_tokens === undefined ? 'field required' : 'must be a positive integer');
+  }
+}
+
+function checkSystem(system: unknown, tally: Tally): void {
+  if (typeof system === 'string') { tally.chars += system.length; return; }
+  if (!Array.isArray(system)) fail('system', 'must be a string or an array of text blocks');
+  (system as unknown[]).forEach((block, index) => {
+    if (!isObject(block) || block.type !== 'text') fail(`system.${index}`, 'must be a text block');
+    tally.chars += requireString((block as Json).text, `system.${index}.text`).length;
+  });
+}
+
+export function validateMessagesRequest(body: unknown): MessagesRequestInfo {
+  if (!isObject(body)) return fail('body', 'must be a JSON object');
+  const request = body as Json;
+  const model = requireString(request.model, 'model', true);
+
+  if (request.max_tokens === undefined) fail('max_tokens', 'field required');
+  if (!isInteger(request.max_tokens) || (request.max_tokens as number) < 1) fail('max_tokens', 'must be a positive integer');
+
+  if (request.messages === undefined) fail('messages', 'field required');
+  if (!Array.isArray(request.messages) || request.messages.length === 0) fail('messages', 'must be a non-empty array');
+  const messages = request.messages as unknown[];
+  const tally: Tally = { chars: 0, images: false };
+  messages.forEach((message, index) => {
+    const param = `messages.${index}`;
+    if (!isObject(message)) fail(param, 'must be an object');
+    const { role, content } = message as Json;
+    if (role !== 'user' && role !== 'assistant') fail(`${param}.role`, 'must be user or assistant');
+    if (typeof content === 'string') tally.chars += content.length;
+    else if (Array.isArray(content)) {
+      content.forEach((block, blockIndex) => checkBlock(block, `${param}.content.${blockIndex}`, role as string, tally, false));
+    } else fail(`${param}.content`, content === undefined ? 'field required' : 'must be a string or an array of content blocks');
+  });
+
+  if (request.system !== undefined) checkSystem(request.system, tally);
+  if (request.stop_sequences !== undefined) {
+    if (!Array.isArray(request.stop_sequences) || !request.stop_sequences.every((item) => typeof item === 'string')) {
+      fail('stop_sequences', 'must be an array of strings');
+    }
+  }
+  checkRange(request, 'temperature', 0, 1);
+  checkRange(request, 'top_p', 0, 1);
+  if (request.top_k !== undefined && (!isInteger(request.top_k) || (request.top_k as number) < 0)) {
+    fail('top_k', 'must be a non-negative integer');
+  }
+  if (request.stream !== undefined && typeof request.stream !== 'boolean') fail('stream', 'must be a boolean');
+  if (request.tools !== undefined) tally.chars += checkTools(request.tools);
+  if (request.tool_choice !== undefined) checkToolChoice(request.tool_choice);
+  if (request.metadata !== undefined) {
+    if (!isObject(request.metadata)) fail('metadata', 'must be an object');
+    const userId = (request.metadata as Json).user_id;
+    if (userId !== undefined && userId !== null && typeof userId !== 'string') fail('metadata.user_id', 'must be a string');
+  }
+  if (request.thinking !== undefined) checkThinking(request.thinking);
+
+  return {
+    model,
+    stream: request.stream === true,
+    maxTokens: request.max_tokens as number,
+    hasImages: tally.images,
+    promptChars: tally.chars,
+    messageCount: messages.length,
+  };
+}

@@ -1,0 +1,222 @@
+// OpenAI chat completions request: validation (spec §2.3, §4.2, §8) and the few fields the gateway
+// itself sets before forwarding. Runs on every request, so it is hand-written: one pass over the
+// messages, no schema library, no copies of the body. Unknown fields are not looked at; they pass
+// through to the upstream untouched.
+import { badRequest } from '../errors';
+
+export interface ChatRequestInfo {
+  model: string;
+  stream: boolean;
+  n: number;
+  /** max_completion_tokens ?? max_tokens */
+  maxTokens: number | undefined;
+  hasSystem: boolean;
+  hasImages: boolean;
+  imageCount: number;
+  messageCount: number;
+  /** which of temperature, top_p, presence_penalty, frequency_penalty are present (non-null) */
+  samplingParams: string[];
+  responseFormat: string | undefined;
+  includeUsageRequested: boolean;
+  /** total characters of text content, for estimates */
+  promptChars: number;
+  /** text of the last user message (ratio markers) */
+  lastUserText: string;
+}
+
+type JsonObject = Record<string, unknown>;
+
+const ROLES = new Set(['system', 'user', 'assistant', 'function', 'tool', 'developer']);
+const IMAGE_DETAILS = new Set(['high', 'low', 'auto']);
+const RESPONSE_FORMATS = new Set(['text', 'json_object', 'json_schema']);
+const SAMPLING_PARAMS = ['temperature', 'top_p', 'presence_penalty', 'frequency_penalty'] as const;
+const MAX_STOP_SEQUENCES = 4;
+const MAX_CHOICES = 128;
+const DATA_IMAGE_URI = /^data:image\/[a-z0-9.+-]+;base64,/i;
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function checkNumber(body: JsonObject, name: string, min: number, max: number): void {
+  const value = body[name];
+  if (value == null) return;
+  if (typeof value !== 'number' || !(value >= min && value <= max)) {
+    throw badRequest(`${name} must be a number between ${min} and ${max}`, name);
+  }
+}
+
+function checkPositiveInteger(body: JsonObject, name: string): number | undefined {
+  const value = body[name];
+  if (value == null) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
+    throw badRequest(`${name} must be a positive integer`, name);
+  }
+  return value;
+}
+
+function isImageUrl(url: string): boolean {
+  const scheme = url.slice(0, 8).toLowerCase();
+  return scheme === 'https://' || scheme.startsWith('http://') || DATA_IMAGE_URI.test(url);
+}
+
+/** Validates one content part; returns its text length (0 for non-text) or -1 for an image. */
+function checkContentPart(part: unknown, path: string): number {
+  if (!isObject(part) || typeof part.type !== 'string') {
+    throw badRequest(`${path} must be an object with a string type`, `${path}.type`);
+  }
+  if (part.type === 'text') {
+    if (typeof part.text !== 'string') throw badRequest(`${path}.text must be a string`, `${path}.text`);
+    return part.text.length;
+  }
+  if (part.type !== 'image_url') return 0; // input_audio, file, … pass through as they are
+  const image = part.image_url;
+  if (!isObject(image)) throw badRequest(`${path}.image_url must be an object`, `${path}.image_url`);
+  if (typeof image.url !== 'string' || !isImageUrl(image.url)) {
+    throw badRequest(`${path}.image_url.url must be an https URL or a data:image/...;base64, URI`, `${path}.image_url.url`);
+  }
+  if (image.detail != null && !(typeof image.detail === 'string' && IMAGE_DETAILS.has(image.detail))) {
+    throw badRequest(`${path}.image_url.detail must be one of high, low, auto`, `${path}.image_url.detail`);
+  }
+  return -1;
+}
+
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  let text = '';
+  for (const part of content as JsonObject[]) {
+    if (part.type === 'text') text = text.length === 0 ? (part.text as string) : `${text}\n${part.text as string}`;
+  }
+  return text;
+}
+
+/** Throws a 400 GatewayError naming the first offending field; checks run in a fixed order. */
+export function validateChatRequest(body: unknown): ChatRequestInfo {
+  if (!isObject(body)) throw badRequest('request body must be a JSON object');
+  const model = body.model;
+  if (typeof model !== 'string' || model.length === 0) throw badRequest('model must be a non-empty string', 'model');
+  const messages = body.messages;
+  if (!Array.isArray(messages) || messages.length === 0) {
+    throw badRequest('messages must be a non-empty array', 'messages');
+  }
+
+  let promptChars = 0;
+  let imageCount = 0;
+  let hasSystem = false;
+  let lastUserIndex = -1;
+  for (let index = 0; index < messages.length; index += 1) {
+    const message: unknown = messages[index];
+    if (!isObject(message)) throw badRequest(`messages[${index}] must be an object`, `messages[${index}]`);
+    const role = message.role;
+    if (typeof role !== 'string' || !ROLES.has(role)) {
+      throw badRequest(`messages[${index}].role must be one of system, user, assistant, function, tool, developer`, `messages[${index}].role`);
+    }
+    if (role === 'system') hasSystem = true;
+    else if (role === 'user') lastUserIndex = index;
+    const content = message.content;
+    if (typeof content === 'string') {
+      promptChars += content.length;
+    } else if (Array.isArray(content)) {
+      for (let partIndex = 0; partIndex < content.length; partIndex += 1) {
+        const size = checkContentPart(content[partIndex], `messages[${index}].content[${partIndex}]`);
+        if (size < 0) imageCount += 1;
+        else promptChars += size;
+      }
+    } else {
+      // null (or absent) content only where the message's substance is a call
+      const callOnly = content == null
+        && (role === 'function' || (role === 'assistant' && (message.tool_calls != null || message.function_call != null)));
+      if (!callOnly) {
+        throw badRequest(`messages[${index}].content must be a string or an array of content parts`, `messages[${index}].content`);
+      }
+    }
+  }
+
+  checkNumber(body, 'temperature', 0, 2);
+  checkNumber(body, 'top_p', 0, 1);
+  checkNumber(body, 'frequency_penalty', -2, 2);
+  checkNumber(body, 'presence_penalty', -2, 2);
+  const maxTokens = checkPositiveInteger(body, 'max_tokens');
+  const maxCompletionTokens = checkPositiveInteger(body, 'max_completion_tokens');
+  const n = body.n;
+  if (n != null && (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_CHOICES)) {
+    throw badRequest(`n must be an integer between 1 and ${MAX_CHOICES}`, 'n');
+  }
+  const stop = body.stop;
+  if (stop != null && typeof stop !== 'string'
+    && !(Array.isArray(stop) && stop.length <= MAX_STOP_SEQUENCES && stop.every((item) => typeof item === 'string'))) {
+    throw badRequest(`stop must be a string or an array of at most ${MAX_STOP_SEQUENCES} strings`, 'stop');
+  }
+  const stream = body.stream;
+  if (stream != null && typeof stream !== 'boolean') throw badRequest('stream must be a boolean', 'stream');
+  const streamOptions = body.stream_options;
+  let includeUsageRequested = false;
+  if (streamOptions != null) {
+    if (!isObject(streamOptions)) throw badRequest('stream_options must be an object', 'stream_options');
+    const includeUsage = streamOptions.include_usage;
+    if (includeUsage != null && typeof includeUsage !== 'boolean') {
+      throw badRequest('stream_options.include_usage must be a boolean', 'stream_options.include_usage');
+    }
+    includeUsageRequested = includeUsage === true;
+  }
+  if (body.user != null && typeof body.user !== 'string') throw badRequest('user must be a string', 'user');
+  const responseFormat = body.response_format;
+  let responseFormatType: string | undefined;
+  if (responseFormat != null) {
+    if (!isObject(responseFormat)) throw badRequest('response_format must be an object', 'response_format');
+    const type = responseFormat.type;
+    if (typeof type !== 'string' || !RESPONSE_FORMATS.has(type)) {
+      throw badRequest('response_format.type must be one of text, json_object, json_schema', 'response_format.type');
+    }
+    responseFormatType = type;
+  }
+
+  const samplingParams: string[] = [];
+  for (const name of SAMPLING_PARAMS) if (body[name] != null) samplingParams.push(name);
+
+  return {
+    model,
+    stream: stream === true,
+    n: (n as number | null | undefined) ?? 1,
+    maxTokens: maxCompletionTokens ?? maxTokens,
+    hasSystem,
+    hasImages: imageCount > 0,
+    imageCount,
+    messageCount: messages.length,
+    samplingParams,
+    responseFormat: responseFormatType,
+    includeUsageRequested,
+    promptChars,
+    lastUserText: lastUserIndex === -1 ? '' : textOf((messages[lastUserIndex] as JsonObject).content),
+  };
+}
+
+export interface UpstreamOptions {
+  /** the upstream's name for the model */
+  model: string;
+  stream: boolean;
+  /** filled in as max_tokens when the client set neither max_tokens nor max_completion_tokens */
+  maxTokensDefault?: number;
+}
+
+/**
+ * A shallow copy of a validated body with the fields the gateway owns: the upstream model name,
+ * and for streams `stream_options.include_usage` so the upstream reports the usage billing needs.
+ */
+export function withUpstreamOptions(body: Record<string, unknown>, options: UpstreamOptions): Record<string, unknown> {
+  const upstream: Record<string, unknown> = { ...body, model: options.model };
+  if (options.stream) {
+    upstream.stream = true;
+    const existing = isObject(body.stream_options) ? body.stream_options : undefined;
+    upstream.stream_options = { ...existing, include_usage: true };
+  } else {
+    if (body.stream === true) upstream.stream = false;
+    // stream_options without stream:true is a 400 at OpenAI
+    if (body.stream_options !== undefined) delete upstream.stream_options;
+  }
+  if (options.maxTokensDefault !== undefined && body.max_tokens == null && body.max_completion_tokens == null) {
+    upstream.max_tokens = options.maxTokensDefault;
+  }
+  return upstream;
+}

@@ -1,0 +1,441 @@
+// OpenAI chat dialect → Anthropic Messages (for OpenAI clients served by an Anthropic channel):
+// the request goes out as Anthropic, the answer comes back as OpenAI. Pure: no I/O.
+import type {
+  AnthropicContentBlock, AnthropicMessage, AnthropicMessageParam, AnthropicRequest, AnthropicTool,
+  AnthropicToolChoice, AnthropicToolUseBlock, AnthropicUsage, Converted,
+} from './anthropic-messages';
+import { parseToolArguments } from './anthropic-to-openai';
+import { toOpenAIFinishReason } from './map-stop-reason';
+
+// ---- OpenAI chat wire types (the subset both directions read and write) ----------------------
+
+export type OpenAIContentPart =
+  | { type: 'text'; text: string }
+  | { type: 'image_url'; image_url: { url: string; detail?: string } }
+  | { type: 'refusal'; refusal: string }
+  | { type: 'file'; file: { file_data?: string; file_id?: string; filename?: string } }
+  | { type: 'input_audio'; input_audio: unknown };
+
+export interface OpenAIToolCall { id: string; type: 'function'; function: { name: string; arguments: string } }
+
+export interface OpenAIChatMessage {
+  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool' | 'function';
+  content?: string | OpenAIContentPart[] | null;
+  name?: string;
+  tool_calls?: OpenAIToolCall[];
+  tool_call_id?: string;
+  function_call?: { name: string; arguments: string };
+  /** reasoning text as DeepSeek-style compatible servers send it */
+  reasoning_content?: string;
+  refusal?: string | null;
+}
+
+export interface OpenAIFunction { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean }
+export interface OpenAITool { type: 'function'; function: OpenAIFunction }
+
+export type OpenAIToolChoice = 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
+
+export interface OpenAIChatRequest {
+  model: string;
+  messages: OpenAIChatMessage[];
+  max_tokens?: number;
+  max_completion_tokens?: number;
+  temperature?: number;
+  top_p?: number;
+  stop?: string | string[] | null;
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean };
+  n?: number;
+  user?: string;
+  tools?: OpenAITool[];
+  tool_choice?: OpenAIToolChoice;
+  parallel_tool_calls?: boolean;
+  functions?: OpenAIFunction[];
+  function_call?: 'auto' | 'none' | { name: string };
+  [field: string]: unknown;
+}
+
+export interface OpenAIUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  prompt_tokens_details?: { cached_tokens?: number } | null;
+}
+
+export interface OpenAIChatCompletion {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: Array<{ index: number; message: OpenAIChatMessage; finish_reason: string | null; logprobs?: unknown }>;
+  usage?: OpenAIUsage;
+}
+
+export interface OpenAIChunkDelta {
+  role?: 'assistant';
+  content?: string | null;
+  reasoning_content?: string | null;
+  reasoning?: string | null;
+  refusal?: string | null;
+  tool_calls?: Array<{ index?: number; id?: string; type?: 'function'; function?: { name?: string; arguments?: string } }>;
+}
+
+export interface OpenAIChatChunk {
+  id: string;
+  object: 'chat.completion.chunk';
+  created: number;
+  model: string;
+  choices: Array<{ index: number; delta: OpenAIChunkDelta; finish_reason: string | null; logprobs?: unknown }>;
+  usage?: OpenAIUsage | null;
+}
+
+// Fields this converter reads; every other field of the request is named in a warning.
+const HANDLED_FIELDS = new Set([
+  'model', 'messages', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'stop', 'stream', 'stream_options',
+  'n', 'user', 'tools', 'tool_choice', 'parallel_tool_calls', 'functions', 'function_call',
+]);
+
+const DATA_URI = /^data:([^;,]+);base64,(.*)$/s;
+
+/** Text of a system/tool message: a string or text parts; other parts cannot be carried. */
+function plainText(content: OpenAIChatMessage['content'], param: string, warnings: string[]): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  const texts: string[] = [];
+  content.forEach((part, index) => {
+    if (part.type === 'text') texts.push(part.text);
+    else warnings.push(`${param}.content.${index}: ${part.type} part dropped (text only here)`);
+  });
+  return texts.join('\n');
+}
+
+function userPart(part: OpenAIContentPart, param: string, warnings: string[]): AnthropicContentBlock | undefined {
+  if (part.type === 'text') return { type: 'text', text: part.text };
+  if (part.type === 'image_url') {
+    const url = part.image_url?.url ?? '';
+    if (part.image_url?.detail && part.image_url.detail !== 'auto') warnings.push(`${param}.image_url.detail: no Anthropic counterpart, dropped`);
+    const dataUri = DATA_URI.exec(url);
+    if (dataUri) return { type: 'image', source: { type: 'base64', media_type: dataUri[1], data: dataUri[2] } };
+    if (/^https?:\/\//i.test(url)) return { type: 'image', source: { type: 'url', url } };
+    warnings.push(`${param}: image URL is neither http(s) nor a base64 data URI; dropped`);
+    return undefined;
+  }
+  if (part.type === 'file') {
+    const dataUri = DATA_URI.exec(part.file?.file_data ?? '');
+    if (dataUri && dataUri[1] === 'application/pdf') {
+      return { type: 'document', source: { type: 'base64', media_type: dataUri[1], data: dataUri[2] }, title: part.file?.filename };
+    }
+  }
+  warnings.push(`${param}: ${part.type} part has no Anthropic counterpart, dropped`);
+  return undefined;
+}
+
+function assistantBlocks(message: OpenAIChatMessage, param: string, warnings: string[], functionCalls: AnthropicToolUseBlock[]): AnthropicContentBlock[] {
+  const blocks: AnthropicContentBlock[] = [];
+  const addText = (text: string | undefined) => { if (text) blocks.push({ type: 'text', text }); };
+  if (typeof message.content === 'string') addText(message.content);
+  else if (Array.isArray(message.content)) {
+    message.content.forEach((part, index) => {
+      if (part.type === 'text') addText(part.text);
+      else if (part.type === 'refusal') addText(part.refusal);
+      else warnings.push(`${param}.content.${index}: ${part.type} part dropped`);
+    });
+  }
+  if (message.reasoning_content) warnings.push(`${param}.reasoning_content: Anthropic needs signed thinking blocks; dropped`);
+  (message.tool_calls ?? []).forEach((call, index) => {
+    if (call.type !== undefined && call.type !== 'function') {
+      warnings.push(`${param}.tool_calls.${index}: ${call.type} tool call dropped`);
+      return;
+    }
+    blocks.push({
+      type: 'tool_use', id: call.id, name: call.function.name,
+      input: parseToolArguments(call.function.arguments, `${param}.tool_calls.${index}`, warnings),
+    });
+  });
+  if (message.function_call) {
+    const block: AnthropicToolUseBlock = {
+      type: 'tool_use', id: `call_legacy_${functionCalls.length}`, name: message.function_call.name,
+      input: parseToolArguments(message.function_call.arguments, `${param}.function_call`, warnings),
+    };
+    functionCalls.push(block);
+    blocks.push(block);
+  }
+  return blocks;
+}
+
+function convertMessages(body: OpenAIChatRequest, warnings: string[]): { system: string[]; messages: AnthropicMessageParam[] } {
+  const system: string[] = [];
+  const messages: AnthropicMessageParam[] = [];
+  const functionCalls: AnthropicToolUseBlock[] = [];
+  // Consecutive turns of one role are merged: tool results then text form one user turn, as Anthropic expects.
+  const append = (role: 'user' | 'assistant', content: string | AnthropicContentBlock[]) => {
+    if (content.length === 0) return;
+    const last = messages[messages.length - 1];
+    if (!last || last.role !== role) { messages.push({ role, content }); return; }
+    const asBlocks = (value: string | AnthropicContentBlock[]): AnthropicContentBlock[] =>
+      typeof value === 'string' ? [{ type: 'text', text: value }] : value;
+    last.content = [...asBlocks(last.content), ...asBlocks(content)];
+  };
+  (body.messages ?? []).forEach((message, index) => {
+    const param = `messages.${index}`;
+    switch (message.role) {
+      case 'system':
+      case 'developer': {
+        if (messages.length > 0) warnings.push(`${param}: ${message.role} message moved into the system prompt`);
+        const text = plainText(message.content, param, warnings);
+        if (text) system.push(text);
+        return;
+      }
+      case 'user':
+        if (typeof message.content === 'string') append('user', message.content);
+        else if (Array.isArray(message.content)) {
+          const blocks = message.content.map((part, partIndex) => userPart(part, `${param}.content.${partIndex}`, warnings));
+          append('user', blocks.filter((block): block is AnthropicContentBlock => block !== undefined));
+        }
+        return;
+      case 'assistant':
+        append('assistant', assistantBlocks(message, param, warnings, functionCalls));
+        return;
+      case 'tool':
+        append('user', [{ type: 'tool_result', tool_use_id: message.tool_call_id ?? '', content: plainText(message.content, param, warnings) }]);
+        return;
+      case 'function': {
+        // Legacy function results carry only the name: answer the latest call of that name.
+        const call = [...functionCalls].reverse().find((candidate) => candidate.name === message.name);
+        if (!call) { warnings.push(`${param}: function result without a matching function_call; dropped`); return; }
+        append('user', [{ type: 'tool_result', tool_use_id: call.id, content: plainText(message.content, param, warnings) }]);
+        return;
+      }
+      default:
+        warnings.push(`${param}: role ${String(message.role)} has no Anthropic counterpart; dropped`);
+    }
+  });
+  return { system, messages };
+}
+
+function convertTools(tools: OpenAITool[], warnings: string[]): AnthropicTool[] {
+  const result: AnthropicTool[] = [];
+  tools.forEach((tool, index) => {
+    if (tool.type !== 'function' || !tool.function) { warnings.push(`tools.${index}: ${tool.type} tool has no Anthropic counterpart; dropped`); return; }
+    if (tool.function.strict !== undefined) warnings.push(`tools.${index}.function.strict: no Anthropic counterpart, dropped`);
+    result.push({
+      name: tool.function.name,
+      ...(tool.function.description !== undefined ? { description: tool.function.description } : {}),
+      input_schema: tool.function.parameters ?? { type: 'object', properties: {} },
+    });
+  });
+  return result;
+}
+
+function convertToolChoice(choice: unknown, warnings: string[]): AnthropicToolChoice | undefined {
+  if (choice === 'auto') return { type: 'auto' };
+  if (choice === 'required') return { type: 'any' };
+  if (choice === 'none') return { type: 'none' };
+  const named = choice as { type?: string; function?: { name?: string }; name?: string } | null;
+  const name = named?.function?.name ?? named?.name;
+  if (typeof name === 'string') return { type: 'tool', name };
+  warnings.push('tool_choice: no Anthropic counterpart, dropped');
+  return undefined;
+}
+
+export function toAnthropicRequest(body: OpenAIChatRequest, options: { model: string; defaultMaxTokens: number }): Converted<AnthropicRequest> {
+  const warnings: string[] = [];
+  const { system, messages } = convertMessages(body, warnings);
+  const request: AnthropicRequest = {
+    model: options.model,
+    max_tokens: body.max_completion_tokens ?? body.max_tokens ?? options.defaultMaxTokens,
+    messages,
+  };
+  if (system.length > 0) request.system = system.join('\n');
+  if (body.stop !== undefined && body.stop !== null) request.stop_sequences = typeof body.stop === 'string' ? [body.stop] : body.stop;
+  if (typeof body.temperature === 'number') {
+    if (body.temperature > 1) warnings.push(`temperature: ${body.temperature} is above the Anthropic maximum; sent as 1`);
+    request.temperature = Math.min(body.temperature, 1);
+  }
+  if (typeof body.top_p === 'number') request.top_p = body.top_p;
+  if (typeof body.user === 'string') request.metadata = { user_id: body.user };
+  if (body.stream === true) request.stream = true;
+  if (typeof body.n === 'number' && body.n > 1) warnings.push(`n: Anthropic returns one choice; ${body.n} requested, dropped`);
+
+  const tools = [...(body.tools ?? []), ...(body.functions ?? []).map((fn) => ({ type: 'function', function: fn }) as OpenAITool)];
+  if (tools.length > 0) request.tools = convertTools(tools, warnings);
+  const choice = body.tool_choice ?? body.function_call;
+  if (choice !== undefined && choice !== null) request.tool_choice = convertToolChoice(choice, warnings);
+  if (body.parallel_tool_calls === false && request.tools?.length) {
+    request.tool_choice = { ...(request.tool_choice ?? { type: 'auto' }), disable_parallel_tool_use: true };
+  }
+  if (request.tool_choice === undefined) delete request.tool_choice;
+
+  for (const field of Object.keys(body)) {
+    if (!HANDLED_FIELDS.has(field) && body[field] !== undefined && body[field] !== null) {
+      warnings.push(`${field}: no Anthropic counterpart, dropped`);
+    }
+  }
+  return { value: request, warnings };
+}
+
+export function toOpenAIUsage(usage: AnthropicUsage | undefined): OpenAIUsage {
+  const cacheRead = usage?.cache_read_input_tokens ?? 0;
+  const prompt = (usage?.input_tokens ?? 0) + cacheRead + (usage?.cache_creation_input_tokens ?? 0);
+  const completion = usage?.output_tokens ?? 0;
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: cacheRead } };
+}
+
+export function toOpenAIChatCompletion(message: AnthropicMessage, options: { model: string }): Converted<OpenAIChatCompletion> {
+  const warnings: string[] = [];
+  let text = '';
+  let reasoning = '';
+  const toolCalls: OpenAIToolCall[] = [];
+  (message.content ?? []).forEach((block, index) => {
+    switch (block.type) {
+      case 'text': text += block.text; return;
+      case 'thinking': reasoning += block.thinking; return;
+      case 'tool_use':
+        toolCalls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) } });
+        return;
+      default:
+        warnings.push(`content.${index}: ${block.type} block has no OpenAI counterpart, dropped`);
+    }
+  });
+  const reply: OpenAIChatMessage = { role: 'assistant', content: text === '' && toolCalls.length > 0 ? null : text };
+  if (reasoning) reply.reasoning_content = reasoning;
+  if (toolCalls.length > 0) reply.tool_calls = toolCalls;
+  return {
+    value: {
+      id: `chatcmpl-${message.id}`,
+      object: 'chat.completion',
+      created: Math.floor(Date.now() / 1000),
+      model: options.model,
+      choices: [{ index: 0, message: reply, finish_reason: toOpenAIFinishReason(message.stop_reason), logprobs: null }],
+      usage: toOpenAIUsage(message.usage),
+    },
+    warnings,
+  };
+}
+
+// ---- stream: Anthropic events → OpenAI chunks ------------------------------------------------
+
+type Payload = Record<string, any>;
+
+function parsePayload(data: string): Payload | undefined {
+  try {
+    const parsed: unknown = JSON.parse(data);
+    return typeof parsed === 'object' && parsed !== null ? parsed as Payload : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Turns one Anthropic event stream into OpenAI chunk text. The final chunk always carries usage
+ * (spec §4.2 rule 2); with `includeUsage` the other chunks carry `usage: null` as OpenAI does.
+ * After an upstream `error` event the stream is over: `finish()` then writes nothing, so a
+ * failed stream never ends with a success marker.
+ */
+export class AnthropicToOpenAIStream {
+  private id = 'chatcmpl-gateway';
+  private readonly created = Math.floor(Date.now() / 1000);
+  private started = false;
+  private ended = false;
+  private stop: string | null = null;
+  private readonly toolIndexByBlock = new Map<number, number>();
+  private readonly counts: Required<{ [K in keyof AnthropicUsage]: number }> = {
+    input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0,
+  };
+
+  constructor(private readonly options: { model: string; includeUsage: boolean }) {}
+
+  get usage(): { prompt_tokens: number; completion_tokens: number; total_tokens: number; cache_read_input_tokens: number; cache_creation_input_tokens: number } {
+    const { prompt_tokens, completion_tokens, total_tokens } = toOpenAIUsage(this.counts);
+    return {
+      prompt_tokens, completion_tokens, total_tokens,
+      cache_read_input_tokens: this.counts.cache_read_input_tokens, cache_creation_input_tokens: this.counts.cache_creation_input_tokens,
+    };
+  }
+
+  get finishReason(): string | null {
+    return this.stop === null ? null : toOpenAIFinishReason(this.stop);
+  }
+
+  push(event: { event?: string; data: string }): string {
+    if (this.ended) return '';
+    const payload = parsePayload(event.data);
+    if (!payload) return '';
+    switch (payload.type ?? event.event) {
+      case 'message_start':
+        if (typeof payload.message?.id === 'string') this.id = `chatcmpl-${payload.message.id}`;
+        this.recordUsage(payload.message?.usage);
+        return this.begin();
+      case 'content_block_start': {
+        const block = payload.content_block ?? {};
+        if (block.type === 'tool_use') {
+          const index = this.toolIndexByBlock.size;
+          this.toolIndexByBlock.set(payload.index, index);
+          return this.chunk({ tool_calls: [{ index, id: block.id, type: 'function', function: { name: block.name, arguments: '' } }] });
+        }
+        if (block.type === 'text' && block.text) return this.chunk({ content: block.text });
+        return this.begin();
+      }
+      case 'content_block_delta': {
+        const delta = payload.delta ?? {};
+        if (delta.type === 'text_delta' && delta.text) return this.chunk({ content: delta.text });
+        if (delta.type === 'thinking_delta' && delta.thinking) return this.chunk({ reasoning_content: delta.thinking });
+        const index = this.toolIndexByBlock.get(payload.index);
+        if (delta.type === 'input_json_delta' && delta.partial_json && index !== undefined) {
+          return this.chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] });
+        }
+        return '';
+      }
+      case 'message_delta':
+        if (typeof payload.delta?.stop_reason === 'string') this.stop = payload.delta.stop_reason;
+        this.recordUsage(payload.usage);
+        return '';
+      case 'error': {
+        this.ended = true;
+        const error = payload.error ?? {};
+        const body = { error: { message: String(error.message ?? 'upstream error'), type: String(error.type ?? 'api_error'), param: null, code: null } };
+        return `data: ${JSON.stringify(body)}\n\n`;
+      }
+      default:
+        return '';
+    }
+  }
+
+  finish(): string {
+    if (this.ended) return '';
+    this.ended = true;
+    const final = {
+      id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.options.model,
+      choices: [{ index: 0, delta: {}, finish_reason: this.finishReason ?? 'stop' }],
+      usage: toOpenAIUsage(this.counts),
+    };
+    return `${this.begin()}data: ${JSON.stringify(final)}\n\ndata: [DONE]\n\n`;
+  }
+
+  private recordUsage(usage: Payload | undefined): void {
+    if (!usage) return;
+    for (const field of Object.keys(this.counts) as Array<keyof typeof this.counts>) {
+      if (typeof usage[field] === 'number') this.counts[field] = usage[field];
+    }
+  }
+
+  /** The role chunk, once, before anything else. */
+  private begin(): string {
+    if (this.started) return '';
+    this.started = true;
+    return this.write({ role: 'assistant', content: '' });
+  }
+
+  private chunk(delta: OpenAIChunkDelta): string {
+    return this.begin() + this.write(delta);
+  }
+
+  private write(delta: OpenAIChunkDelta): string {
+    const chunk: OpenAIChatChunk = {
+      id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.options.model,
+      choices: [{ index: 0, delta, finish_reason: null }],
+      ...(this.options.includeUsage ? { usage: null } : {}),
+    };
+    return `data: ${JSON.stringify(chunk)}\n\n`;
+  }
+}

@@ -1,0 +1,216 @@
+// The node:http front: used where the uWS binary cannot load, and as a cross-check in tests. Same
+// Exchange contract as the uWS front.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { GatewayError } from '../errors';
+import type { Exchange, Headers, HttpServer, ServerOptions } from './types';
+
+const NO_BODY = Buffer.alloc(0);
+
+class NodeExchange implements Exchange {
+  readonly method: string;
+  readonly path: string;
+  readonly query: URLSearchParams;
+  readonly remoteAddress: string;
+  bodyLimit: number;
+  aborted = false;
+  finished = false;
+  private bodyPromise: Promise<Buffer> | null = null;
+  private abortListeners: (() => void)[] = [];
+
+  constructor(private readonly request: IncomingMessage, private readonly response: ServerResponse, private readonly server: NodeServer) {
+    this.method = (request.method ?? 'GET').toUpperCase();
+    const url = request.url ?? '/';
+    const mark = url.indexOf('?');
+    this.path = mark === -1 ? url : url.slice(0, mark);
+    this.query = new URLSearchParams(mark === -1 ? '' : url.slice(mark + 1));
+    this.remoteAddress = request.socket.remoteAddress ?? '';
+    this.bodyLimit = server.options.limits.defaultBodyLimit;
+    response.on('close', () => {
+      if (!response.writableFinished) this.handleAbort();
+    });
+  }
+
+  header(name: string): string | undefined {
+    const value = this.request.headers[name];
+    return Array.isArray(value) ? value.join(', ') : value;
+  }
+
+  body(): Promise<Buffer> {
+    this.bodyPromise ??= this.readBody(this.bodyLimit);
+    return this.bodyPromise;
+  }
+
+  private readBody(limit: number): Promise<Buffer> {
+    const request = this.request;
+    const tooLarge = () => new GatewayError({
+      status: 413, type: 'invalid_request_error', code: 'payload_too_large', message: `request body exceeds the ${limit}-byte limit`,
+    });
+    const declared = Number(request.headers['content-length'] ?? -1);
+    if (declared > limit) { request.resume(); return Promise.reject(tooLarge()); }
+    if (request.readableEnded) return Promise.resolve(NO_BODY);
+    return new Promise((resolve, reject) => {
+      const parts: Buffer[] = [];
+      let received = 0;
+      let settled = false;
+      const fail = (error: GatewayError) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        request.removeAllListeners('data');
+        request.resume();
+        reject(error);
+      };
+      const timer = setTimeout(() => fail(new GatewayError({
+        status: 408, type: 'invalid_request_error', code: 'request_timeout',
+        message: `request body not received within ${this.server.options.limits.bodyTimeoutMs} ms`,
+      })), this.server.options.limits.bodyTimeoutMs);
+      request.on('data', (chunk: Buffer) => {
+        received += chunk.length;
+        if (received > limit) { fail(tooLarge()); return; }
+        parts.push(chunk);
+      });
+      request.on('end', () => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(parts.length === 1 ? parts[0] : Buffer.concat(parts, received));
+      });
+      request.on('error', () => fail(new GatewayError({ status: 400, type: 'invalid_request_error', code: 'bad_request', message: 'request body could not be read' })));
+      this.abortListeners.push(() => fail(new GatewayError({ status: 499, type: 'invalid_request_error', code: 'client_closed', message: 'client closed the request' })));
+    });
+  }
+
+  onAbort(listener: () => void): void {
+    if (this.aborted) listener(); else this.abortListeners.push(listener);
+  }
+
+  private handleAbort(): void {
+    if (this.aborted) return;
+    const wasFinished = this.finished;
+    this.aborted = true;
+    this.finished = true;
+    if (!wasFinished) this.server.requestEnded();
+    const listeners = this.abortListeners;
+    this.abortListeners = [];
+    for (const listener of listeners) listener();
+    this.response.emit('drain');
+  }
+
+  respond(status: number, headers: Headers, body: string | Buffer): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (this.server.draining) this.response.shouldKeepAlive = false;
+    this.response.writeHead(status, headers);
+    this.response.end(body);
+    this.server.requestEnded();
+  }
+
+  startStream(status: number, headers: Headers): void {
+    if (this.finished) return;
+    if (this.server.draining) this.response.shouldKeepAlive = false;
+    this.response.writeHead(status, headers);
+  }
+
+  write(chunk: string | Buffer): boolean {
+    if (this.finished) return true;
+    return this.response.write(chunk);
+  }
+
+  onWritable(listener: () => void): void {
+    if (this.finished) { listener(); return; }
+    this.response.once('drain', listener);
+  }
+
+  end(chunk?: string | Buffer): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.response.end(chunk);
+    this.server.requestEnded();
+  }
+}
+
+export class NodeServer implements HttpServer {
+  readonly front = 'node' as const;
+  draining = false;
+  private active = 0;
+  private readonly server: Server;
+  private readonly sockets = new Set<Socket>();
+
+  constructor(readonly options: ServerOptions) {
+    const limits = options.limits;
+    this.server = createServer({
+      maxHeaderSize: limits.maxHeaderBytes,
+      requestTimeout: limits.bodyTimeoutMs + limits.idleTimeoutSeconds * 1000,
+      headersTimeout: limits.idleTimeoutSeconds * 1000,
+      keepAliveTimeout: limits.idleTimeoutSeconds * 1000,
+    }, (request, response) => this.dispatch(request, response));
+    this.server.on('connection', (socket: Socket) => {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+    });
+    // Oversized headers and malformed requests: answer JSON, never an empty or HTML body.
+    this.server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
+      if (!socket.writable) { socket.destroy(); return; }
+      const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+      const message = status === 431 ? `request headers exceed the ${limits.maxHeaderBytes}-byte limit`
+        : status === 408 ? 'request timed out' : 'malformed HTTP request';
+      const answer = options.rejection(status, message);
+      const body = Buffer.from(answer.body);
+      socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\n`
+        + `content-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${answer.body}`);
+    });
+  }
+
+  private dispatch(request: IncomingMessage, response: ServerResponse): void {
+    this.active += 1;
+    const exchange = new NodeExchange(request, response, this);
+    const limits = this.options.limits;
+    if ((request.url ?? '').length > limits.maxUrlBytes) {
+      const answer = this.options.rejection(414, `request URL exceeds the ${limits.maxUrlBytes}-byte limit`);
+      exchange.respond(414, answer.headers, answer.body);
+      return;
+    }
+    try {
+      const result = this.options.handler(exchange);
+      if (result && typeof (result as Promise<void>).catch === 'function') {
+        (result as Promise<void>).catch((error) => this.handlerFailed(exchange, error));
+      }
+    } catch (error) {
+      this.handlerFailed(exchange, error);
+    }
+  }
+
+  private handlerFailed(exchange: Exchange, error: unknown): void {
+    process.emitWarning(`unhandled error in request handler: ${(error as Error)?.stack ?? String(error)}`);
+    if (exchange.finished) return;
+    const answer = this.options.rejection(500, 'internal error');
+    exchange.respond(500, answer.headers, answer.body);
+  }
+
+  requestEnded(): void { this.active -= 1; }
+
+  listen(): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen({ host: this.options.host, port: this.options.port }, () => {
+        this.server.off('error', reject);
+        const address = this.server.address();
+        resolve(typeof address === 'object' && address ? address.port : this.options.port);
+      });
+    });
+  }
+
+  stopListening(): void {
+    this.draining = true;
+    this.server.close();
+    this.server.closeIdleConnections();
+  }
+
+  inFlight(): number { return this.active; }
+
+  close(): void {
+    this.stopListening();
+    for (const socket of this.sockets) socket.destroy();
+  }
+}

@@ -1,0 +1,278 @@
+// The uWebSockets.js front. The rules that crash or corrupt when broken are kept here and only here:
+// read all of `req` synchronously; onAborted before returning; copy every onData chunk; cork every
+// later write; status before headers; never touch `res` after abort or end; honour write() === false.
+import { STATUS_CODES } from 'node:http';
+import { join, dirname } from 'node:path';
+import { GatewayError } from '../errors';
+import type { Exchange, Headers, HttpServer, ServerOptions } from './types';
+
+// Minimal local view of the native module (its package's typings resolve to a JS fallback entry).
+interface UwsResponse {
+  writeStatus(status: string): UwsResponse;
+  writeHeader(key: string, value: string): UwsResponse;
+  write(chunk: string | Uint8Array): boolean;
+  end(body?: string | Uint8Array, closeConnection?: boolean): UwsResponse;
+  close(): UwsResponse;
+  cork(callback: () => void): UwsResponse;
+  onWritable(handler: (offset: number) => boolean): UwsResponse;
+  onAborted(handler: () => void): UwsResponse;
+  onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): UwsResponse;
+  getRemoteAddressAsText(): ArrayBuffer;
+}
+interface UwsRequest {
+  getMethod(): string;
+  getUrl(): string;
+  getQuery(): string | undefined;
+  forEach(callback: (key: string, value: string) => void): void;
+}
+interface UwsApp {
+  any(pattern: string, handler: (response: UwsResponse, request: UwsRequest) => void): UwsApp;
+  listen(host: string, port: number, callback: (socket: unknown) => void): UwsApp;
+  close?(): void;
+}
+export interface UwsModule {
+  App(): UwsApp;
+  us_listen_socket_close(socket: unknown): void;
+  us_socket_local_port(socket: unknown): number;
+}
+
+/** Loads the native binary directly, so a failure is loud instead of a silent slow fallback. */
+export function loadUws(maxHeaderBytes: number): UwsModule {
+  // uWS reads its header-size limit from the environment when the binary loads; leave room for our own
+  // check, which answers with a clean JSON 431 instead of a dropped connection.
+  process.env.UWS_HTTP_MAX_HEADERS_SIZE ??= String(maxHeaderBytes * 2);
+  const packageRoot = dirname(require.resolve('@trufflesuite/uws-js-unofficial/package.json'));
+  const file = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require(join(packageRoot, 'binaries', file)) as UwsModule;
+}
+
+const statusLines = new Map<number, string>();
+export function statusLine(status: number): string {
+  let line = statusLines.get(status);
+  if (!line) { line = `${status} ${STATUS_CODES[status] ?? 'Unknown'}`; statusLines.set(status, line); }
+  return line;
+}
+
+const NO_BODY = Buffer.alloc(0);
+
+class UwsExchange implements Exchange {
+  readonly method: string;
+  readonly path: string;
+  readonly query: URLSearchParams;
+  aborted = false;
+  finished = false;
+  private readonly headers: Headers;
+  bodyLimit: number;
+  private bodyPromise: Promise<Buffer> | null = null;
+  private abortListeners: (() => void)[] = [];
+  private writableListener: (() => void) | null = null;
+  private pendingHead: { status: number; headers: Headers } | null = null;
+  private address: string | undefined;
+
+  constructor(private readonly response: UwsResponse, request: UwsRequest, private readonly server: UwsServer) {
+    this.method = request.getMethod().toUpperCase();
+    const url = request.getUrl();
+    this.path = url;
+    const query = request.getQuery();
+    this.query = new URLSearchParams(query ?? '');
+    const headers: Headers = {};
+    let headerBytes = 0;
+    request.forEach((key, value) => { headers[key] = value; headerBytes += key.length + value.length + 4; });
+    this.headers = headers;
+    response.onAborted(() => this.handleAbort());
+    const limits = server.options.limits;
+    this.bodyLimit = limits.defaultBodyLimit;
+    if (url.length + (query?.length ?? 0) > limits.maxUrlBytes) {
+      this.reject(414, `request URL exceeds the ${limits.maxUrlBytes}-byte limit`);
+    } else if (headerBytes > limits.maxHeaderBytes) {
+      this.reject(431, `request headers exceed the ${limits.maxHeaderBytes}-byte limit`);
+    }
+  }
+
+  /** Called right after the synchronous part of the handler: uWS needs onData attached before we return. */
+  armBody(): void {
+    if (this.bodyPromise || this.finished) return;
+    this.bodyPromise = this.readBody(this.bodyLimit);
+    this.bodyPromise.catch(() => undefined);
+  }
+
+  get remoteAddress(): string {
+    if (this.address === undefined) {
+      this.address = this.aborted ? '' : Buffer.from(this.response.getRemoteAddressAsText()).toString();
+    }
+    return this.address;
+  }
+
+  header(name: string): string | undefined { return this.headers[name]; }
+
+  body(): Promise<Buffer> {
+    this.armBody();
+    return this.bodyPromise ?? Promise.resolve(NO_BODY);
+  }
+
+  private readBody(limit: number): Promise<Buffer> {
+    const lengthHeader = this.headers['content-length'];
+    const chunked = this.headers['transfer-encoding'] !== undefined;
+    if (!chunked && (lengthHeader === undefined || lengthHeader === '0')) return Promise.resolve(NO_BODY);
+    const declared = lengthHeader === undefined ? -1 : Number(lengthHeader);
+    const tooLarge = () => new GatewayError({
+      status: 413, type: 'invalid_request_error', code: 'payload_too_large',
+      message: `request body exceeds the ${limit}-byte limit`,
+    });
+    return new Promise<Buffer>((resolve, reject) => {
+      const parts: Buffer[] = [];
+      let received = 0;
+      let settled = false;
+      const fail = (error: GatewayError) => { if (!settled) { settled = true; clearTimeout(timer); reject(error); } };
+      const timer = setTimeout(() => fail(new GatewayError({
+        status: 408, type: 'invalid_request_error', code: 'request_timeout',
+        message: `request body not received within ${this.server.options.limits.bodyTimeoutMs} ms`,
+      })), this.server.options.limits.bodyTimeoutMs);
+      this.abortListeners.push(() => fail(new GatewayError({ status: 499, type: 'invalid_request_error', code: 'client_closed', message: 'client closed the request' })));
+      if (declared > limit) { fail(tooLarge()); }
+      this.response.onData((chunk, isLast) => {
+        if (settled) return;
+        received += chunk.byteLength;
+        if (received > limit) { fail(tooLarge()); return; }
+        parts.push(Buffer.from(new Uint8Array(chunk)));   // copy: uWS neuters the ArrayBuffer on return
+        if (isLast) {
+          settled = true;
+          clearTimeout(timer);
+          resolve(parts.length === 1 ? parts[0] : Buffer.concat(parts, received));
+        }
+      });
+    });
+  }
+
+  onAbort(listener: () => void): void {
+    if (this.aborted) listener(); else this.abortListeners.push(listener);
+  }
+
+  private handleAbort(): void {
+    if (this.aborted) return;
+    const wasFinished = this.finished;
+    this.aborted = true;
+    this.finished = true;
+    if (!wasFinished) this.server.requestEnded();
+    const listeners = this.abortListeners;
+    this.abortListeners = [];
+    for (const listener of listeners) listener();
+    const writable = this.writableListener;
+    this.writableListener = null;
+    writable?.();
+  }
+
+  private reject(status: number, message: string): void {
+    const answer = this.server.options.rejection(status, message);
+    this.respond(status, answer.headers, answer.body);
+  }
+
+  respond(status: number, headers: Headers, body: string | Buffer): void {
+    if (this.finished) return;
+    this.finished = true;
+    const close = this.server.draining;
+    this.response.cork(() => {
+      this.response.writeStatus(statusLine(status));
+      for (const name in headers) this.response.writeHeader(name, headers[name]);
+      this.response.end(body, close);
+    });
+    this.server.requestEnded();
+  }
+
+  startStream(status: number, headers: Headers): void {
+    if (this.finished) return;
+    this.pendingHead = { status, headers };
+  }
+
+  private writeHead(): void {
+    const head = this.pendingHead;
+    if (!head) return;
+    this.pendingHead = null;
+    this.response.writeStatus(statusLine(head.status));
+    for (const name in head.headers) this.response.writeHeader(name, head.headers[name]);
+  }
+
+  write(chunk: string | Buffer): boolean {
+    if (this.finished) return true;
+    let ok = true;
+    this.response.cork(() => { this.writeHead(); ok = this.response.write(chunk); });
+    return ok;
+  }
+
+  onWritable(listener: () => void): void {
+    if (this.finished) { listener(); return; }
+    this.writableListener = listener;
+    this.response.onWritable(() => {
+      const next = this.writableListener;
+      this.writableListener = null;
+      next?.();
+      return true;
+    });
+  }
+
+  end(chunk?: string | Buffer): void {
+    if (this.finished) return;
+    this.finished = true;
+    const close = this.server.draining;
+    this.response.cork(() => { this.writeHead(); this.response.end(chunk ?? NO_BODY, close); });
+    this.server.requestEnded();
+  }
+}
+
+export class UwsServer implements HttpServer {
+  readonly front = 'uws' as const;
+  draining = false;
+  private active = 0;
+  private listenSocket: unknown = null;
+  private readonly app: UwsApp;
+
+  constructor(readonly options: ServerOptions, private readonly uws: UwsModule) {
+    this.app = uws.App();
+    this.app.any('/*', (response, request) => {
+      this.active += 1;
+      const exchange = new UwsExchange(response, request, this);
+      if (exchange.finished) return;
+      try {
+        const result = options.handler(exchange);
+        if (result && typeof (result as Promise<void>).catch === 'function') {
+          (result as Promise<void>).catch((error) => this.handlerFailed(exchange, error));
+        }
+      } catch (error) {
+        this.handlerFailed(exchange, error);
+      }
+      exchange.armBody();
+    });
+  }
+
+  private handlerFailed(exchange: Exchange, error: unknown): void {
+    process.emitWarning(`unhandled error in request handler: ${(error as Error)?.stack ?? String(error)}`);
+    if (exchange.finished) return;
+    const answer = this.options.rejection(500, 'internal error');
+    exchange.respond(500, answer.headers, answer.body);
+  }
+
+  requestEnded(): void { this.active -= 1; }
+
+  listen(): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.app.listen(this.options.host, this.options.port, (socket) => {
+        if (!socket) { reject(new Error(`cannot listen on ${this.options.host}:${this.options.port}`)); return; }
+        this.listenSocket = socket;
+        resolve(this.uws.us_socket_local_port(socket));
+      });
+    });
+  }
+
+  stopListening(): void {
+    this.draining = true;
+    if (this.listenSocket) { this.uws.us_listen_socket_close(this.listenSocket); this.listenSocket = null; }
+  }
+
+  inFlight(): number { return this.active; }
+
+  close(): void {
+    this.stopListening();
+    this.app.close?.();
+  }
+}

@@ -1,0 +1,92 @@
+// Composition root of one serving process: config → store → context → HTTP front. Used by the
+// supervisor's workers and, in-process, by tests (`startGateway`).
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { generateAccessToken, loadMasterKey, tokenDigest } from './auth/secrets';
+import { modelIndex, type Config } from './config';
+import type { GatewayContext } from './context';
+import { renderError, GatewayError } from './errors';
+import { createHttpServer, type HttpServer } from './http';
+import { createLogger, type Logger } from './log';
+import { createDispatcher } from './routes';
+import { Store } from './store';
+
+export interface RunningGateway {
+  port: number;
+  front: 'uws' | 'node';
+  context: GatewayContext;
+  /** stop listening, let in-flight requests finish up to the deadline, close the store */
+  shutdown(deadlineMs?: number): Promise<void>;
+}
+
+export interface GatewayOptions {
+  /** an already open store (tests share one between an in-process gateway and assertions) */
+  store?: Store;
+  log?: Logger;
+  workerId?: string;
+}
+
+function rejectionAnswer(status: number, message: string) {
+  const rendered = renderError(new GatewayError({ status, type: 'invalid_request_error', code: `http_${status}`, message }), 'openai');
+  return { headers: rendered.headers, body: rendered.body };
+}
+
+/**
+ * First start with an empty data dir: create `admin` and write its access token to
+ * <dataDir>/admin-token (0600) and to the log, exactly once across processes and restarts.
+ */
+export async function bootstrapAdmin(store: Store, config: Config, log: Logger): Promise<void> {
+  if (!(await store.accounts.claimBootstrap())) return;
+  const account = await store.accounts.create('admin', 'default', 0);
+  if (account === 'exists') return;
+  const token = generateAccessToken();
+  await store.accounts.addAccessToken(tokenDigest(token).toString('hex'), account.id, 'write');
+  const path = join(config.dataDir, 'admin-token');
+  writeFileSync(path, `${token}\n`, { mode: 0o600 });
+  log.info({ account: account.id, admin_token_file: path }, `bootstrapped account "admin"; access token: ${token}`);
+}
+
+export async function startGateway(config: Config, options: GatewayOptions = {}): Promise<RunningGateway> {
+  const log = options.log ?? createLogger(config.logLevel);
+  const store = options.store ?? Store.open(config.dataDir);
+  const ownsStore = !options.store;
+  await bootstrapAdmin(store, config, log);
+  const context: GatewayContext = {
+    config,
+    models: modelIndex(config),
+    store,
+    log,
+    workerId: options.workerId ?? `${process.pid}-${randomBytes(4).toString('hex')}`,
+    masterKey: loadMasterKey(config.dataDir, config.secret),
+    startedAt: Date.now(),
+  };
+  const server: HttpServer = createHttpServer({
+    host: config.listen.host,
+    port: config.listen.port,
+    limits: {
+      defaultBodyLimit: config.limits.apiBodyBytes,
+      bodyTimeoutMs: config.limits.bodyTimeoutMs,
+      idleTimeoutSeconds: config.limits.idleTimeoutSeconds,
+      maxHeaderBytes: config.limits.maxHeaderBytes,
+      maxUrlBytes: config.limits.maxUrlBytes,
+    },
+    handler: createDispatcher(context),
+    rejection: rejectionAnswer,
+  }, config.front, (message) => log.warn(message));
+  const port = await server.listen();
+
+  let closing: Promise<void> | null = null;
+  const shutdown = (deadlineMs = config.limits.drainTimeoutMs): Promise<void> => {
+    closing ??= (async () => {
+      server.stopListening();
+      const deadline = Date.now() + deadlineMs;
+      while (server.inFlight() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      if (server.inFlight() > 0) log.warn({ in_flight: server.inFlight() }, 'drain deadline passed; closing open requests');
+      server.close();
+      if (ownsStore) await store.close();
+    })();
+    return closing;
+  };
+  return { port, front: server.front, context, shutdown };
+}

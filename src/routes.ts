@@ -1,0 +1,128 @@
+// The whole route table on one screen. Each route names its error dialect and body limit; the
+// dispatcher is the one place that turns a thrown error into bytes.
+import { renderError, notFound, toGatewayError, type ErrorDialect, GatewayError } from './errors';
+import type { Exchange } from './http';
+import type { GatewayContext } from './context';
+import * as health from './handlers/health';
+import * as tokens from './handlers/tokens-api';
+
+export type RouteHandler = (exchange: Exchange, params: string[], context: GatewayContext) => void | Promise<void>;
+
+export interface Route {
+  method: string;
+  /** segments; ':' marks a parameter */
+  pattern: string;
+  dialect: ErrorDialect;
+  bodyLimit: 'api' | 'model' | 'multipart' | 'none';
+  handler: RouteHandler;
+}
+
+export function routeTable(_context: GatewayContext): Route[] {
+  const routes: Route[] = [
+    { method: 'GET', pattern: '/healthz', dialect: 'openai', bodyLimit: 'none', handler: health.healthz },
+    { method: 'GET', pattern: '/api/token/', dialect: 'envelope', bodyLimit: 'none', handler: tokens.list },
+    { method: 'GET', pattern: '/api/token/search', dialect: 'envelope', bodyLimit: 'none', handler: tokens.search },
+    { method: 'GET', pattern: '/api/token/:', dialect: 'envelope', bodyLimit: 'none', handler: tokens.get },
+    { method: 'POST', pattern: '/api/token/', dialect: 'envelope', bodyLimit: 'api', handler: tokens.create },
+    { method: 'POST', pattern: '/api/token/:/key', dialect: 'envelope', bodyLimit: 'api', handler: tokens.reveal },
+    { method: 'PUT', pattern: '/api/token/', dialect: 'envelope', bodyLimit: 'api', handler: tokens.update },
+    { method: 'DELETE', pattern: '/api/token/:', dialect: 'envelope', bodyLimit: 'api', handler: tokens.remove },
+  ];
+  return routes;
+}
+
+interface Node { children: Map<string, Node>; param?: Node; routes: Map<string, Route> }
+const newNode = (): Node => ({ children: new Map(), routes: new Map() });
+
+/** Splits a path into segments; a trailing slash is kept as an empty last segment so '/api/token/' ≠ '/api/token/5'. */
+function segments(path: string): string[] {
+  const parts = path.split('/');
+  parts.shift();
+  return parts;
+}
+
+export class Router {
+  private readonly root = newNode();
+
+  constructor(routes: Route[]) {
+    for (const route of routes) {
+      let node = this.root;
+      for (const part of segments(route.pattern)) {
+        if (part === ':') node = node.param ??= newNode();
+        else {
+          let child = node.children.get(part);
+          if (!child) { child = newNode(); node.children.set(part, child); }
+          node = child;
+        }
+      }
+      node.routes.set(route.method, route);
+    }
+  }
+
+  /** route + params, or the methods allowed at that path (405), or nothing (404) */
+  match(method: string, path: string): { route: Route; params: string[] } | { allowed: string[] } | undefined {
+    let parts = segments(path);
+    let found = this.walk(this.root, parts, 0, []);
+    if (!found && !path.endsWith('/')) { parts = [...parts, '']; found = this.walk(this.root, parts, 0, []); }
+    if (!found) return undefined;
+    const route = found.node.routes.get(method) ?? (method === 'HEAD' ? found.node.routes.get('GET') : undefined);
+    return route ? { route, params: found.params } : { allowed: [...found.node.routes.keys()] };
+  }
+
+  private walk(node: Node, parts: string[], index: number, params: string[]): { node: Node; params: string[] } | undefined {
+    if (index === parts.length) return node.routes.size > 0 ? { node, params } : undefined;
+    const child = node.children.get(parts[index]);
+    if (child) {
+      const found = this.walk(child, parts, index + 1, params);
+      if (found) return found;
+    }
+    if (node.param && parts[index] !== '') return this.walk(node.param, parts, index + 1, [...params, parts[index]]);
+    return undefined;
+  }
+}
+
+export function dialectForPath(path: string, videoPrefix: string): ErrorDialect {
+  if (path.startsWith('/api/')) return 'envelope';
+  if (path.startsWith('/v1/messages')) return 'anthropic';
+  if (path.startsWith(videoPrefix)) return 'video';
+  return 'openai';
+}
+
+/** Writes an error in the route's dialect; never touches a finished exchange. */
+export function sendError(exchange: Exchange, error: unknown, dialect: ErrorDialect, log?: (error: unknown) => void): void {
+  if (exchange.finished) return;
+  const shape = toGatewayError(error);
+  if (shape.status >= 500 && !(error instanceof GatewayError) && log) log(error);
+  const rendered = renderError(shape, dialect);
+  exchange.respond(rendered.status, rendered.headers, rendered.body);
+}
+
+export function createDispatcher(context: GatewayContext): (exchange: Exchange) => void {
+  const router = new Router(routeTable(context));
+  const videoPrefix = `/${context.config.video.vendor}/`;
+  const limits = context.config.limits;
+  const logError = (error: unknown) => context.log.error({ err: error }, 'request failed');
+  return (exchange) => {
+    const matched = router.match(exchange.method, exchange.path);
+    if (!matched) {
+      sendError(exchange, notFound(`no route for ${exchange.method} ${exchange.path.slice(0, 200)}`, 'not_found'), dialectForPath(exchange.path, videoPrefix));
+      return;
+    }
+    if ('allowed' in matched) {
+      sendError(exchange, new GatewayError({ status: 405, type: 'invalid_request_error', code: 'method_not_allowed',
+        message: `method ${exchange.method} is not allowed here (allowed: ${matched.allowed.join(', ')})`, headers: { allow: matched.allowed.join(', ') } }),
+      dialectForPath(exchange.path, videoPrefix));
+      return;
+    }
+    const { route, params } = matched;
+    exchange.bodyLimit = route.bodyLimit === 'model' ? limits.modelBodyBytes
+      : route.bodyLimit === 'multipart' ? limits.multipartBytes : limits.apiBodyBytes;
+    try {
+      const result = route.handler(exchange, params, context);
+      if (result) result.catch((error: unknown) => sendError(exchange, error, route.dialect, logError));
+    } catch (error) {
+      sendError(exchange, error, route.dialect, logError);
+    }
+  };
+}
+

@@ -1,0 +1,84 @@
+// Accounts and their access tokens.
+import type { Databases } from './database';
+import { nextId } from './database';
+import type { AccessScope, AccessTokenRecord, AccountRecord } from './records';
+
+export class AccountStore {
+  constructor(private readonly databases: Databases) {}
+
+  async create(name: string, group: string, balance: number): Promise<AccountRecord | 'exists'> {
+    const { accounts, accountNames } = this.databases;
+    return this.databases.root.transaction(() => {
+      if (accountNames.get(name) !== undefined) return 'exists' as const;
+      const record: AccountRecord = {
+        id: nextId(this.databases, 'accounts'), name, group, balance, used_quota: 0,
+        created_time: Math.floor(Date.now() / 1000), leased: 0, leases: {}, epoch: 0,
+      };
+      accounts.putSync(record.id, record);
+      accountNames.putSync(name, record.id);
+      return record;
+    });
+  }
+
+  get(id: number): AccountRecord | undefined {
+    return this.databases.accounts.get(id) as AccountRecord | undefined;
+  }
+
+  /** by numeric id or by name */
+  find(reference: string): AccountRecord | undefined {
+    if (/^\d+$/.test(reference)) {
+      const byId = this.get(Number(reference));
+      if (byId) return byId;
+    }
+    const id = this.databases.accountNames.get(reference);
+    return id === undefined ? undefined : this.get(id);
+  }
+
+  list(): AccountRecord[] {
+    return [...this.databases.accounts.getRange({})].map((entry) => entry.value as AccountRecord);
+  }
+
+  async topUp(id: number, quota: number): Promise<AccountRecord | undefined> {
+    const { accounts } = this.databases;
+    return this.databases.root.transaction(() => {
+      const record = accounts.get(id) as AccountRecord | undefined;
+      if (!record) return undefined;
+      const updated = { ...record, balance: record.balance + quota };
+      accounts.putSync(id, updated);
+      return updated;
+    });
+  }
+
+  /** True once; used to bootstrap the `admin` account exactly one time across processes. */
+  async claimBootstrap(): Promise<boolean> {
+    return this.databases.root.transaction(() => {
+      if (this.databases.meta.get('bootstrapped')) return false;
+      this.databases.meta.putSync('bootstrapped', Date.now());
+      return true;
+    });
+  }
+
+  async addAccessToken(digestHex: string, accountId: number, scope: AccessScope): Promise<void> {
+    const record: AccessTokenRecord = { account_id: accountId, scope, created_time: Math.floor(Date.now() / 1000) };
+    await this.databases.accessTokens.put(digestHex, record);
+  }
+
+  resolveAccessToken(digestHex: string): AccessTokenRecord | undefined {
+    return this.databases.accessTokens.get(digestHex) as AccessTokenRecord | undefined;
+  }
+
+  /** Revokes every access token of the account; returns how many were revoked. */
+  async revokeAccessTokens(accountId: number): Promise<number> {
+    const { accessTokens } = this.databases;
+    return this.databases.root.transaction(() => {
+      let revoked = 0;
+      for (const { key, value } of accessTokens.getRange({})) {
+        if ((value as AccessTokenRecord).account_id === accountId) {
+          accessTokens.removeSync(key);
+          revoked += 1;
+        }
+      }
+      return revoked;
+    });
+  }
+}

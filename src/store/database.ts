@@ -1,0 +1,73 @@
+// The only module family that imports lmdb. One env in the data dir, shared by every process and
+// thread; msgpack records with shared structures; a schema-version key; id counters.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { open, TransactionFlags, type Database, type RootDatabase } from 'lmdb';
+
+export const SCHEMA_VERSION = 1;
+
+export interface Databases {
+  root: RootDatabase;
+  meta: Database<unknown, string>;
+  accounts: Database<unknown, number>;
+  accountNames: Database<number, string>;
+  accessTokens: Database<unknown, string>;
+  keys: Database<unknown, number>;
+  keyDigests: Database<number, string>;
+  accountKeys: Database<string, [number, number]>;
+  leaseIndex: Database<true, [string, string, number]>;
+  usage: Database<unknown, [number, number]>;
+  tasks: Database<unknown, string>;
+  /** rate-limit windows and other counters that may be lost on a crash: a second env opened noSync */
+  ephemeralRoot: RootDatabase;
+  ephemeral: Database<unknown, string>;
+}
+
+const STRUCTURES = Symbol.for('tollgate.structures');
+
+export function openDatabases(dataDir: string): Databases {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const root = open({ path: join(dataDir, 'tollgate.lmdb'), maxDbs: 16, compression: false, mapSize: 2 * 1024 ** 3 });
+  const sub = <V, K extends import('lmdb').Key>(name: string, options: Record<string, unknown> = {}) =>
+    root.openDB<V, K>({ name, encoding: 'msgpack', sharedStructuresKey: STRUCTURES, ...options });
+  const ephemeralRoot = open({ path: join(dataDir, 'ephemeral.lmdb'), noSync: true, maxDbs: 2, compression: false });
+  const databases: Databases = {
+    root,
+    meta: sub('meta'),
+    accounts: sub('accounts'),
+    accountNames: sub('account-names'),
+    accessTokens: sub('access-tokens'),
+    keys: sub('keys'),
+    keyDigests: sub('key-digests'),
+    accountKeys: sub('account-keys'),
+    leaseIndex: sub('lease-index'),
+    usage: sub('usage'),
+    tasks: sub('tasks'),
+    ephemeralRoot,
+    ephemeral: ephemeralRoot.openDB({ name: 'counters', encoding: 'msgpack' }),
+  };
+  const version = databases.meta.get('schema_version');
+  if (version === undefined) databases.meta.putSync('schema_version', SCHEMA_VERSION);
+  else if (version !== SCHEMA_VERSION) {
+    throw new Error(`data dir ${dataDir} has schema version ${String(version)}; this Tollgate reads version ${SCHEMA_VERSION}`);
+  }
+  return databases;
+}
+
+/** Next value of a named id counter. Must run inside a write transaction. */
+export function nextId(databases: Databases, counter: string): number {
+  const key = `seq:${counter}`;
+  const next = ((databases.meta.get(key) as number | undefined) ?? 0) + 1;
+  databases.meta.putSync(key, next);
+  return next;
+}
+
+/**
+ * A synchronous write transaction that commits before returning but does not wait for the fsync
+ * (used on the request path, e.g. for quota leases, where ~1 ms of flush latency is not affordable;
+ * LMDB stays consistent and the flush follows at once).
+ */
+export function writeNow<T>(databases: Databases, action: () => T): T {
+  return databases.root.transactionSync(action,
+    TransactionFlags.ABORTABLE | TransactionFlags.SYNCHRONOUS_COMMIT | TransactionFlags.NO_SYNC_FLUSH);
+}

@@ -1,0 +1,38 @@
+// The store facade: one object the rest of the gateway holds. Only src/store/ imports lmdb.
+import { openDatabases, type Databases } from './database';
+import { AccountStore } from './accounts';
+import { KeyStore } from './keys';
+import { CounterStore } from './counters';
+
+export type { AccountRecord, AccessTokenRecord, AccessScope, KeyFields, KeyRecord, UsageRecord } from './records';
+export type { KeyPage } from './keys';
+export type { WindowHit } from './counters';
+
+export class Store {
+  readonly accounts: AccountStore;
+  readonly keys: KeyStore;
+  readonly counters: CounterStore;
+  private closed = false;
+
+  constructor(readonly databases: Databases) {
+    this.accounts = new AccountStore(databases);
+    this.keys = new KeyStore(databases);
+    this.counters = new CounterStore(databases);
+  }
+
+  static open(dataDir: string): Store {
+    return new Store(openDatabases(dataDir));
+  }
+
+  /** Resolves when every write issued so far is committed. */
+  async flushed(): Promise<void> {
+    await this.databases.root.flushed;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.databases.root.close();
+    await this.databases.ephemeralRoot.close();
+  }
+}

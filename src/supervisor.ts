@@ -1,0 +1,111 @@
+// `tollgate serve`: forks one worker per core on one port, replaces a dead worker within a second,
+// drains on SIGTERM/SIGINT, and runs the singleton background jobs. It never proxies traffic.
+import cluster, { type Worker } from 'node:cluster';
+import { createServer } from 'node:net';
+import type { Config } from './config';
+import { createLogger, type Logger } from './log';
+import { bootstrapAdmin, startGateway } from './main';
+import { Store } from './store';
+
+export interface WorkerMessage { type: 'listening'; port: number; front: string }
+
+/** Port 0 means "any free port": pick one here so every worker binds the same one. */
+async function concretePort(host: string, port: number): Promise<number> {
+  if (port !== 0) return port;
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen({ host, port: 0 }, () => {
+      const address = probe.address();
+      const chosen = typeof address === 'object' && address ? address.port : 0;
+      probe.close(() => resolve(chosen));
+    });
+  });
+}
+
+export async function runSupervisor(config: Config, configPath: string | undefined): Promise<void> {
+  const log = createLogger(config.logLevel, { role: 'supervisor' });
+  const store = Store.open(config.dataDir);
+  await bootstrapAdmin(store, config, log);
+  const port = await concretePort(config.listen.host, config.listen.port);
+  const jobs = await startBackgroundJobs(store, config, log);
+
+  let stopping = false;
+  const restarts: number[] = [];
+  const workerEnv = {
+    TOLLGATE_ROLE: 'worker', PORT: String(port), ...(configPath ? { TOLLGATE_CONFIG: configPath } : {}),
+  };
+  let announced = false;
+  const fork = (): Worker => {
+    const worker = cluster.fork(workerEnv);
+    worker.on('message', (message: WorkerMessage) => {
+      if (message?.type === 'listening' && !announced && Object.keys(cluster.workers ?? {}).length >= config.workers) {
+        announced = true;
+        log.info({ port, workers: config.workers, front: message.front, data_dir: config.dataDir }, `Tollgate listening on http://${config.listen.host}:${port}`);
+      }
+    });
+    return worker;
+  };
+
+  cluster.setupPrimary({ exec: require.resolve('./cli'), args: ['worker'], silent: false });
+  cluster.on('exit', (worker, code, signal) => {
+    jobs.workerExited(worker.process.pid ?? 0);
+    if (stopping) return;
+    const now = Date.now();
+    restarts.push(now);
+    while (restarts.length > 0 && now - restarts[0] > 10_000) restarts.shift();
+    // Crash loop: back off (up to 5 s); a single death is replaced at once.
+    const delay = restarts.length > 3 ? Math.min(5_000, 250 * 2 ** (restarts.length - 3)) : 0;
+    log.warn({ pid: worker.process.pid, code, signal, restart_in_ms: delay }, 'worker exited; starting a replacement');
+    setTimeout(() => { if (!stopping) fork(); }, delay);
+  });
+  for (let index = 0; index < config.workers; index += 1) fork();
+
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'draining workers');
+    const workers = Object.values(cluster.workers ?? {}).filter((worker): worker is Worker => worker !== undefined);
+    const exited = workers.map((worker) => new Promise<void>((resolve) => {
+      if (worker.isDead()) { resolve(); return; }
+      worker.once('exit', () => resolve());
+      worker.process.kill('SIGTERM');
+    }));
+    const hardDeadline = setTimeout(() => {
+      for (const worker of workers) if (!worker.isDead()) worker.process.kill('SIGKILL');
+    }, config.limits.drainTimeoutMs + 2_000);
+    await Promise.all(exited);
+    clearTimeout(hardDeadline);
+    await jobs.stop();
+    await store.close();
+    log.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+/** Singleton jobs of the supervisor. Later issues add the reservation reaper and the video poller here. */
+interface BackgroundJobs { workerExited(pid: number): void; stop(): Promise<void> }
+
+async function startBackgroundJobs(_store: Store, _config: Config, _log: Logger): Promise<BackgroundJobs> {
+  return { workerExited: () => undefined, stop: async () => undefined };
+}
+
+/** Entry of a forked worker process. */
+export async function runWorker(config: Config): Promise<void> {
+  const log = createLogger(config.logLevel, { role: 'worker' });
+  const gateway = await startGateway(config, { log });
+  process.send?.({ type: 'listening', port: gateway.port, front: gateway.front } satisfies WorkerMessage);
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await gateway.shutdown();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop());
+  process.on('SIGINT', () => void stop());
+  // The supervisor is gone (killed hard): do not linger as an orphan.
+  process.on('disconnect', () => void stop());
+}

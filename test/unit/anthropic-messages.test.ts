@@ -1,0 +1,118 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { validateMessagesRequest } from '../../src/formats/anthropic-messages';
+import { renderError } from '../../src/errors';
+
+const fixture = (name: string) => JSON.parse(readFileSync(path.join(__dirname, '../../../test/fixtures/chat-translation', name), 'utf8'));
+
+const minimal = () => ({ model: 'claude-sonnet-4-5', max_tokens: 256, messages: [{ role: 'user', content: 'Hello' }] });
+
+/** Asserts a 400 whose message and param name the field. */
+function rejects(body: unknown, param: string, message: string): void {
+  assert.throws(() => validateMessagesRequest(body), (error: any) => {
+    assert.equal(error.status, 400);
+    assert.equal(error.param, param);
+    assert.equal(error.message, message);
+    return true;
+  });
+}
+
+test('a full realistic request is accepted and summarised', () => {
+  const body = fixture('anthropic-request.json');
+  const info = validateMessagesRequest(body);
+  assert.equal(info.model, 'claude-sonnet-4-5');
+  assert.equal(info.stream, true);
+  assert.equal(info.maxTokens, 1024);
+  assert.equal(info.hasImages, true);
+  assert.equal(info.messageCount, 5);
+  // system text, message text, tool input, tool results and tool definitions all count toward the prompt
+  assert.ok(info.promptChars > 'What is in these pictures, and what is the weather in Paris?'.length + 'You are a weather assistant.'.length + 500);
+});
+
+test('a minimal request: text only, not streamed', () => {
+  assert.deepEqual(validateMessagesRequest(minimal()), {
+    model: 'claude-sonnet-4-5', stream: false, maxTokens: 256, hasImages: false, promptChars: 5, messageCount: 1,
+  });
+});
+
+test('images inside tool results count as images', () => {
+  const body = {
+    ...minimal(),
+    messages: [
+      { role: 'user', content: 'look' },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'screenshot', input: {} }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: [{ type: 'image', source: { type: 'url', url: 'https://example.com/a.png' } }] }] },
+    ],
+  };
+  assert.equal(validateMessagesRequest(body).hasImages, true);
+});
+
+test('required fields are named', () => {
+  rejects([], 'body', 'body: must be a JSON object');
+  rejects({ max_tokens: 10, messages: [] }, 'model', 'model: field required');
+  rejects({ ...minimal(), model: '' }, 'model', 'model: must be a non-empty string');
+  const { max_tokens: _dropped, ...withoutMax } = minimal();
+  rejects(withoutMax, 'max_tokens', 'max_tokens: field required');
+  rejects({ ...minimal(), max_tokens: 0 }, 'max_tokens', 'max_tokens: must be a positive integer');
+  rejects({ ...minimal(), max_tokens: 1.5 }, 'max_tokens', 'max_tokens: must be a positive integer');
+  rejects({ model: 'm', max_tokens: 1 }, 'messages', 'messages: field required');
+  rejects({ ...minimal(), messages: [] }, 'messages', 'messages: must be a non-empty array');
+});
+
+test('message and block errors carry their path', () => {
+  rejects({ ...minimal(), messages: [{ role: 'system', content: 'x' }] }, 'messages.0.role', 'messages.0.role: must be user or assistant');
+  rejects({ ...minimal(), messages: [{ role: 'user' }] }, 'messages.0.content', 'messages.0.content: field required');
+  rejects({ ...minimal(), messages: [{ role: 'user', content: 5 }] }, 'messages.0.content', 'messages.0.content: must be a string or an array of content blocks');
+  rejects({ ...minimal(), messages: [{ role: 'user', content: [{ type: 'text' }] }] }, 'messages.0.content.0.text', 'messages.0.content.0.text: field required');
+  rejects({ ...minimal(), messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'file', file_id: 'f' } }] }] },
+    'messages.0.content.0.source.type', 'messages.0.content.0.source.type: must be base64 or url');
+  rejects({ ...minimal(), messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', data: 'AAAA' } }] }] },
+    'messages.0.content.0.source.media_type', 'messages.0.content.0.source.media_type: field required');
+  rejects({ ...minimal(), messages: [{ role: 'user', content: [{ type: 'tool_use', id: 't', name: 'n', input: {} }] }] },
+    'messages.0.content.0', 'messages.0.content.0: tool_use blocks belong in assistant messages');
+  rejects({ ...minimal(), messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 't', name: 'n', input: 'x' }] }] },
+    'messages.0.content.0.input', 'messages.0.content.0.input: must be an object');
+  rejects({ ...minimal(), messages: [{ role: 'user', content: [{ type: 'tool_result' }] }] },
+    'messages.0.content.0.tool_use_id', 'messages.0.content.0.tool_use_id: field required');
+});
+
+test('optional parameters are range-checked', () => {
+  rejects({ ...minimal(), temperature: 1.5 }, 'temperature', 'temperature: must be a number between 0 and 1');
+  rejects({ ...minimal(), top_p: -0.1 }, 'top_p', 'top_p: must be a number between 0 and 1');
+  rejects({ ...minimal(), top_k: -1 }, 'top_k', 'top_k: must be a non-negative integer');
+  rejects({ ...minimal(), stream: 'yes' }, 'stream', 'stream: must be a boolean');
+  rejects({ ...minimal(), stop_sequences: 'END' }, 'stop_sequences', 'stop_sequences: must be an array of strings');
+  rejects({ ...minimal(), system: [{ type: 'image' }] }, 'system.0', 'system.0: must be a text block');
+  rejects({ ...minimal(), system: 7 }, 'system', 'system: must be a string or an array of text blocks');
+  rejects({ ...minimal(), metadata: 'x' }, 'metadata', 'metadata: must be an object');
+  rejects({ ...minimal(), tools: [{ name: 'f' }] }, 'tools.0.input_schema', 'tools.0.input_schema: field required');
+  rejects({ ...minimal(), tools: [{ input_schema: {} }] }, 'tools.0.name', 'tools.0.name: field required');
+  rejects({ ...minimal(), tool_choice: { type: 'required' } }, 'tool_choice.type', 'tool_choice.type: must be auto, any, tool or none');
+  rejects({ ...minimal(), tool_choice: { type: 'tool' } }, 'tool_choice.name', 'tool_choice.name: field required');
+  rejects({ ...minimal(), thinking: { type: 'enabled' } }, 'thinking.budget_tokens', 'thinking.budget_tokens: field required');
+  rejects({ ...minimal(), thinking: { type: 'on', budget_tokens: 1024 } }, 'thinking.type', 'thinking.type: must be enabled or disabled');
+});
+
+test('server tools, documents and newer block types pass untouched', () => {
+  const body = {
+    ...minimal(),
+    tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 3 }],
+    messages: [
+      { role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' } }, { type: 'text', text: 'Summarise' }] },
+      { role: 'assistant', content: [{ type: 'redacted_thinking', data: 'abc' }, { type: 'server_tool_use', id: 's1', name: 'web_search', input: { query: 'x' } }] },
+      { role: 'user', content: 'go on' },
+    ],
+    thinking: { type: 'disabled' },
+  };
+  assert.equal(validateMessagesRequest(body).messageCount, 3);
+});
+
+test('a validation error renders as an Anthropic error body', () => {
+  let caught: unknown;
+  try { validateMessagesRequest({ model: 'm', messages: [{ role: 'user', content: 'x' }] }); } catch (error) { caught = error; }
+  const rendered = renderError(caught as any, 'anthropic');
+  assert.equal(rendered.status, 400);
+  assert.deepEqual(JSON.parse(rendered.body), { type: 'error', error: { type: 'invalid_request_error', message: 'max_tokens: field required' } });
+});
