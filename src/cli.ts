@@ -1,5 +1,6 @@
 // The `tollgate` command (DESIGN §3): serve, account create|token|topup|list|rotate-tokens.
 // Account commands work on the data dir directly (LMDB is multi-process safe), server running or not.
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateAccessToken, tokenDigest } from './auth/secrets';
 import { ConfigError, loadConfig, QUOTA_PER_USD, redacted, type Config } from './config';
@@ -136,7 +137,9 @@ export async function main(argv: string[]): Promise<void> {
   }
 }
 
-if (require.main === module || process.env.TOLLGATE_ROLE === 'worker') {
+// Entry: run directly, through the `bin/tollgate` launcher (then require.main is the launcher), or as a forked worker.
+const launchedByBin = require.main?.filename === join(__dirname, '..', '..', 'bin', 'tollgate');
+if (require.main === module || launchedByBin || process.env.TOLLGATE_ROLE === 'worker') {
   main(process.argv.slice(2)).catch((error: unknown) => {
     if (error instanceof UsageError) process.stderr.write(`tollgate: ${error.message}\n${USAGE}\n`);
     else if (error instanceof ConfigError) process.stderr.write(`tollgate: configuration error: ${error.message}\n`);

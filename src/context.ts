@@ -3,6 +3,11 @@
 import type { Config, ModelConfig } from './config';
 import type { Logger } from './log';
 import type { Store } from './store';
+import type { Ledger } from './billing/ledger';
+import type { ChannelSelector } from './relay/channels';
+import type { Provider } from './providers/types';
+import type { ChannelType } from './config';
+import type { TaskPool } from './pool';
 
 export interface GatewayContext {
   config: Config;
@@ -13,4 +18,9 @@ export interface GatewayContext {
   workerId: string;
   masterKey: Buffer;
   startedAt: number;
+  ledger: Ledger;
+  channels: ChannelSelector;
+  providers: Map<ChannelType, Provider>;
+  /** piscina pool for big or CPU-heavy work */
+  pool: TaskPool;
 }

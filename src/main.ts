@@ -11,6 +11,11 @@ import { createHttpServer, type HttpServer } from './http';
 import { createLogger, type Logger } from './log';
 import { createDispatcher } from './routes';
 import { Store } from './store';
+import { Ledger } from './billing/ledger';
+import { ChannelSelector } from './relay/channels';
+import { createProviders } from './providers';
+import { UpstreamPools } from './upstream/pools';
+import { TaskPool } from './pool';
 
 export interface RunningGateway {
   port: number;
@@ -52,14 +57,20 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   const store = options.store ?? Store.open(config.dataDir);
   const ownsStore = !options.store;
   await bootstrapAdmin(store, config, log);
+  const workerId = options.workerId ?? `${process.pid}-${randomBytes(4).toString('hex')}`;
+  const pools = new UpstreamPools();
   const context: GatewayContext = {
     config,
     models: modelIndex(config),
     store,
     log,
-    workerId: options.workerId ?? `${process.pid}-${randomBytes(4).toString('hex')}`,
+    workerId,
     masterKey: loadMasterKey(config.dataDir, config.secret),
     startedAt: Date.now(),
+    ledger: new Ledger(store, workerId, log),
+    channels: new ChannelSelector(config),
+    providers: createProviders({ pools }),
+    pool: new TaskPool(),
   };
   const server: HttpServer = createHttpServer({
     host: config.listen.host,
@@ -84,6 +95,9 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
       while (server.inFlight() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
       if (server.inFlight() > 0) log.warn({ in_flight: server.inFlight() }, 'drain deadline passed; closing open requests');
       server.close();
+      await context.ledger.close();
+      await pools.close();
+      await context.pool.close();
       if (ownsStore) await store.close();
     })();
     return closing;

@@ -5,6 +5,9 @@ import type { Exchange } from './http';
 import type { GatewayContext } from './context';
 import * as health from './handlers/health';
 import * as tokens from './handlers/tokens-api';
+import { chatCompletions } from './handlers/chat-completions';
+import { getModel, listModels } from './handlers/models';
+import { usageLog } from './handlers/usage-log';
 
 export type RouteHandler = (exchange: Exchange, params: string[], context: GatewayContext) => void | Promise<void>;
 
@@ -27,6 +30,10 @@ export function routeTable(_context: GatewayContext): Route[] {
     { method: 'POST', pattern: '/api/token/:/key', dialect: 'envelope', bodyLimit: 'api', handler: tokens.reveal },
     { method: 'PUT', pattern: '/api/token/', dialect: 'envelope', bodyLimit: 'api', handler: tokens.update },
     { method: 'DELETE', pattern: '/api/token/:', dialect: 'envelope', bodyLimit: 'api', handler: tokens.remove },
+    { method: 'GET', pattern: '/api/log/', dialect: 'envelope', bodyLimit: 'none', handler: usageLog },
+    { method: 'POST', pattern: '/v1/chat/completions', dialect: 'openai', bodyLimit: 'model', handler: chatCompletions },
+    { method: 'GET', pattern: '/v1/models', dialect: 'openai', bodyLimit: 'none', handler: listModels },
+    { method: 'GET', pattern: '/v1/models/:', dialect: 'openai', bodyLimit: 'none', handler: getModel },
   ];
   return routes;
 }

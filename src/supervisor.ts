@@ -36,8 +36,13 @@ export async function runSupervisor(config: Config, configPath: string | undefin
     TOLLGATE_ROLE: 'worker', PORT: String(port), ...(configPath ? { TOLLGATE_CONFIG: configPath } : {}),
   };
   let announced = false;
+  let forked = 0;
+  const workerIds = new Map<number, string>();
   const fork = (): Worker => {
-    const worker = cluster.fork(workerEnv);
+    forked += 1;
+    const workerId = `${process.pid}-${forked}`;
+    const worker = cluster.fork({ ...workerEnv, TOLLGATE_WORKER_ID: workerId });
+    workerIds.set(worker.id, workerId);
     worker.on('message', (message: WorkerMessage) => {
       if (message?.type === 'listening' && !announced && Object.keys(cluster.workers ?? {}).length >= config.workers) {
         announced = true;
@@ -49,7 +54,9 @@ export async function runSupervisor(config: Config, configPath: string | undefin
 
   cluster.setupPrimary({ exec: require.resolve('./cli'), args: ['worker'], silent: false });
   cluster.on('exit', (worker, code, signal) => {
-    jobs.workerExited(worker.process.pid ?? 0);
+    const workerId = workerIds.get(worker.id);
+    workerIds.delete(worker.id);
+    if (workerId) jobs.workerExited(workerId);
     if (stopping) return;
     const now = Date.now();
     restarts.push(now);
@@ -85,17 +92,30 @@ export async function runSupervisor(config: Config, configPath: string | undefin
   process.on('SIGINT', () => void stop('SIGINT'));
 }
 
-/** Singleton jobs of the supervisor. Later issues add the reservation reaper and the video poller here. */
-interface BackgroundJobs { workerExited(pid: number): void; stop(): Promise<void> }
+/** Singleton jobs of the supervisor: the lease reaper (and, with video tasks, the task poller). */
+interface BackgroundJobs { workerExited(workerId: string): void; stop(): Promise<void> }
 
-async function startBackgroundJobs(_store: Store, _config: Config, _log: Logger): Promise<BackgroundJobs> {
-  return { workerExited: () => undefined, stop: async () => undefined };
+async function startBackgroundJobs(store: Store, _config: Config, log: Logger): Promise<BackgroundJobs> {
+  // No worker runs yet: every lease and concurrency slot on record belongs to a previous run.
+  const reaped = await store.ledger.reap();
+  store.counters.clearPrefix('slot:');
+  if (reaped > 0) log.info({ reaped }, 'returned quota leases of a previous run');
+  return {
+    workerExited(workerId) {
+      // Quota a dead worker had leased (its open reservations included) goes back to keys and accounts.
+      store.counters.dropWorkerSlots(workerId);
+      store.ledger.reap(workerId)
+        .then((count) => { if (count > 0) log.warn({ worker: workerId, leases: count }, 'refunded the leases of a dead worker'); })
+        .catch((error: unknown) => log.error({ err: error }, 'reaping leases failed'));
+    },
+    stop: async () => undefined,
+  };
 }
 
 /** Entry of a forked worker process. */
 export async function runWorker(config: Config): Promise<void> {
   const log = createLogger(config.logLevel, { role: 'worker' });
-  const gateway = await startGateway(config, { log });
+  const gateway = await startGateway(config, { log, workerId: process.env.TOLLGATE_WORKER_ID });
   process.send?.({ type: 'listening', port: gateway.port, front: gateway.front } satisfies WorkerMessage);
   let stopping = false;
   const stop = async () => {

@@ -154,6 +154,12 @@ export function startMockUpstream(options: MockUpstreamOptions = {}): Promise<Mo
         if (exchange.closed) return;
       }
       if (fault?.status !== undefined) throw new MockError(fault.status, `Mock upstream scripted fault: HTTP ${fault.status}`);
+      if (fault?.resetAfterChunks !== undefined && (body as { stream?: unknown } | undefined)?.stream !== true) {
+        // A non-stream answer has no chunks to count: the reset fault drops the connection unanswered.
+        exchange.selfDestroyed = true;
+        request.socket.destroy();
+        return;
+      }
       if (apiKeys !== undefined && route.authenticated) {
         const key = presentedKey(request);
         if (key === undefined || !apiKeys.has(key)) throw new MockError(401, unauthorizedMessage(dialect));

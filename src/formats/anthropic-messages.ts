@@ -211,6 +211,9 @@ export function validateMessagesRequest(body: unknown): MessagesRequestInfo {
     if (!isObject(message)) fail(param, 'must be an object');
     const { role, content } = message as Json;
     if (role !== 'user' && role !== 'assistant') fail(`${param}.role`, 'must be user or assistant');
+    // As the Anthropic API: only a final assistant turn (a prefill) may be empty.
+    const emptyAllowed = role === 'assistant' && index === messages.length - 1;
+    if ((content === '' || (Array.isArray(content) && content.length === 0)) && !emptyAllowed) fail(`${param}.content`, 'must not be empty');
     if (typeof content === 'string') tally.chars += content.length;
     else if (Array.isArray(content)) {
       content.forEach((block, blockIndex) => checkBlock(block, `${param}.content.${blockIndex}`, role as string, tally, false));

@@ -71,7 +71,10 @@ function convertMessage(message: AnthropicMessageParam, param: string, warnings:
         if (part) parts.push(part);
       }
     });
-    return parts.length > 0 ? [...toolMessages, { role: 'user', content: parts }] : toolMessages;
+    if (parts.length === 0) return toolMessages;
+    // A lone text part goes as a plain string: some compatible servers accept only strings.
+    const content = parts.length === 1 && parts[0].type === 'text' ? parts[0].text : parts;
+    return [...toolMessages, { role: 'user', content }];
   }
   let text = '';
   const toolCalls: OpenAIToolCall[] = [];
@@ -107,6 +110,9 @@ export function toOpenAIChatRequest(body: AnthropicRequest, options: { model: st
   }
   body.messages.forEach((message, index) => {
     if (Array.isArray(message.content)) cacheControl ||= message.content.some(hasCacheControl);
+    if (message.role === 'assistant' && index === body.messages.length - 1) {
+      warnings.push(`messages.${index}: OpenAI cannot continue a prefilled assistant turn; sent as an earlier reply`);
+    }
     messages.push(...convertMessage(message, `messages.${index}`, warnings));
   });
 
@@ -142,7 +148,8 @@ export function toOpenAIChatRequest(body: AnthropicRequest, options: { model: st
     });
     if (tools.length > 0) request.tools = tools;
   }
-  if (request.tools || body.tool_choice?.type === 'none') Object.assign(request, convertToolChoice(body));
+  // OpenAI rejects tool_choice without tools; without tools "none" is what happens anyway.
+  if (request.tools) Object.assign(request, convertToolChoice(body));
   if (cacheControl) warnings.push('cache_control: no OpenAI counterpart, dropped');
 
   for (const field of Object.keys(body)) {
@@ -253,6 +260,11 @@ export class OpenAIToAnthropicStream {
     return { ...this.counts };
   }
 
+  /** False while `usage.input_tokens` is still the estimate (the upstream sent no usage chunk). */
+  get usageReported(): boolean {
+    return this.reportedUsage;
+  }
+
   get stopReason(): string | null {
     if (this.finishReason === null) return null;
     const reason: string = toAnthropicStopReason(this.finishReason);
@@ -272,6 +284,8 @@ export class OpenAIToAnthropicStream {
       this.ended = true;
       return anthropicEvent('error', { error: { type: 'api_error', message: String(chunk.error.message ?? 'upstream error') } });
     }
+    // Keep-alive and prompt-annotation chunks (no choices, no usage) must not open the message with a blank id.
+    if (!this.started && !chunk.usage && !chunk.choices?.length) return '';
     let out = this.begin(chunk.id);
     if (chunk.usage) {
       const usage = toAnthropicUsage(chunk.usage);

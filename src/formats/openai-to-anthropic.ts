@@ -38,35 +38,23 @@ export type OpenAIToolChoice = 'auto' | 'none' | 'required' | { type: 'function'
 export interface OpenAIChatRequest {
   model: string;
   messages: OpenAIChatMessage[];
-  max_tokens?: number;
-  max_completion_tokens?: number;
-  temperature?: number;
-  top_p?: number;
+  max_tokens?: number; max_completion_tokens?: number; temperature?: number; top_p?: number; n?: number;
   stop?: string | string[] | null;
-  stream?: boolean;
-  stream_options?: { include_usage?: boolean };
-  n?: number;
+  stream?: boolean; stream_options?: { include_usage?: boolean };
   user?: string;
-  tools?: OpenAITool[];
-  tool_choice?: OpenAIToolChoice;
-  parallel_tool_calls?: boolean;
-  functions?: OpenAIFunction[];
-  function_call?: 'auto' | 'none' | { name: string };
+  tools?: OpenAITool[]; tool_choice?: OpenAIToolChoice; parallel_tool_calls?: boolean;
+  /** legacy function calling */
+  functions?: OpenAIFunction[]; function_call?: 'auto' | 'none' | { name: string };
   [field: string]: unknown;
 }
 
 export interface OpenAIUsage {
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
+  prompt_tokens: number; completion_tokens: number; total_tokens: number;
   prompt_tokens_details?: { cached_tokens?: number } | null;
 }
 
 export interface OpenAIChatCompletion {
-  id: string;
-  object: 'chat.completion';
-  created: number;
-  model: string;
+  id: string; object: 'chat.completion'; created: number; model: string;
   choices: Array<{ index: number; message: OpenAIChatMessage; finish_reason: string | null; logprobs?: unknown }>;
   usage?: OpenAIUsage;
 }
@@ -81,10 +69,7 @@ export interface OpenAIChunkDelta {
 }
 
 export interface OpenAIChatChunk {
-  id: string;
-  object: 'chat.completion.chunk';
-  created: number;
-  model: string;
+  id: string; object: 'chat.completion.chunk'; created: number; model: string;
   choices: Array<{ index: number; delta: OpenAIChunkDelta; finish_reason: string | null; logprobs?: unknown }>;
   usage?: OpenAIUsage | null;
 }
@@ -259,8 +244,9 @@ export function toAnthropicRequest(body: OpenAIChatRequest, options: { model: st
 
   const tools = [...(body.tools ?? []), ...(body.functions ?? []).map((fn) => ({ type: 'function', function: fn }) as OpenAITool)];
   if (tools.length > 0) request.tools = convertTools(tools, warnings);
+  // Anthropic rejects tool_choice without tools; without tools "none" is what happens anyway.
   const choice = body.tool_choice ?? body.function_call;
-  if (choice !== undefined && choice !== null) request.tool_choice = convertToolChoice(choice, warnings);
+  if (choice !== undefined && choice !== null && request.tools?.length) request.tool_choice = convertToolChoice(choice, warnings);
   if (body.parallel_tool_calls === false && request.tools?.length) {
     request.tool_choice = { ...(request.tool_choice ?? { type: 'auto' }), disable_parallel_tool_use: true };
   }

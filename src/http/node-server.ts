@@ -17,6 +17,8 @@ class NodeExchange implements Exchange {
   finished = false;
   private bodyPromise: Promise<Buffer> | null = null;
   private abortListeners: (() => void)[] = [];
+  /** set when the body could not be read (too large, too slow): the rest of it is never read, so the connection must go */
+  private closeAfterAnswer = false;
 
   constructor(private readonly request: IncomingMessage, private readonly response: ServerResponse, private readonly server: NodeServer) {
     this.method = (request.method ?? 'GET').toUpperCase();
@@ -47,7 +49,7 @@ class NodeExchange implements Exchange {
       status: 413, type: 'invalid_request_error', code: 'payload_too_large', message: `request body exceeds the ${limit}-byte limit`,
     });
     const declared = Number(request.headers['content-length'] ?? -1);
-    if (declared > limit) { request.resume(); return Promise.reject(tooLarge()); }
+    if (declared > limit) { this.closeAfterAnswer = true; return Promise.reject(tooLarge()); }
     if (request.readableEnded) return Promise.resolve(NO_BODY);
     return new Promise((resolve, reject) => {
       const parts: Buffer[] = [];
@@ -58,7 +60,7 @@ class NodeExchange implements Exchange {
         settled = true;
         clearTimeout(timer);
         request.removeAllListeners('data');
-        request.resume();
+        this.closeAfterAnswer = true;
         reject(error);
       };
       const timer = setTimeout(() => fail(new GatewayError({
@@ -100,7 +102,7 @@ class NodeExchange implements Exchange {
   respond(status: number, headers: Headers, body: string | Buffer): void {
     if (this.finished) return;
     this.finished = true;
-    if (this.server.draining) this.response.shouldKeepAlive = false;
+    if (this.server.draining || this.closeAfterAnswer) this.response.shouldKeepAlive = false;
     this.response.writeHead(status, headers);
     this.response.end(body);
     this.server.requestEnded();
@@ -144,6 +146,8 @@ export class NodeServer implements HttpServer {
       requestTimeout: limits.bodyTimeoutMs + limits.idleTimeoutSeconds * 1000,
       headersTimeout: limits.idleTimeoutSeconds * 1000,
       keepAliveTimeout: limits.idleTimeoutSeconds * 1000,
+      // headersTimeout/requestTimeout are only enforced when this check runs (default every 30 s)
+      connectionsCheckingInterval: Math.min(1000, limits.idleTimeoutSeconds * 1000),
     }, (request, response) => this.dispatch(request, response));
     this.server.on('connection', (socket: Socket) => {
       this.sockets.add(socket);
@@ -167,7 +171,8 @@ export class NodeServer implements HttpServer {
     const exchange = new NodeExchange(request, response, this);
     const limits = this.options.limits;
     if ((request.url ?? '').length > limits.maxUrlBytes) {
-      const answer = this.options.rejection(414, `request URL exceeds the ${limits.maxUrlBytes}-byte limit`);
+      const answer = this.options.rejection(414, `request URL exceeds the ${limits.maxUrlBytes}-byte limit`, exchange.path);
+      response.shouldKeepAlive = false;
       exchange.respond(414, answer.headers, answer.body);
       return;
     }
@@ -184,7 +189,7 @@ export class NodeServer implements HttpServer {
   private handlerFailed(exchange: Exchange, error: unknown): void {
     process.emitWarning(`unhandled error in request handler: ${(error as Error)?.stack ?? String(error)}`);
     if (exchange.finished) return;
-    const answer = this.options.rejection(500, 'internal error');
+    const answer = this.options.rejection(500, 'internal error', exchange.path);
     exchange.respond(500, answer.headers, answer.body);
   }
 

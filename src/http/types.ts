@@ -47,8 +47,11 @@ export interface ServerOptions {
   port: number;
   limits: ServerLimits;
   handler: ExchangeHandler;
-  /** answer for a request the front rejects itself (oversized URL/headers, body errors before routing) */
-  rejection(status: number, message: string): { headers: Headers; body: string };
+  /**
+   * answer for a request the front rejects itself (oversized URL/headers, malformed request); `path`
+   * (when the request line could be read) lets the answer use the route's error dialect
+   */
+  rejection(status: number, message: string, path?: string): { headers: Headers; body: string };
 }
 
 export interface HttpServer {

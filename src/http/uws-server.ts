@@ -69,6 +69,8 @@ class UwsExchange implements Exchange {
   private writableListener: (() => void) | null = null;
   private pendingHead: { status: number; headers: Headers } | null = null;
   private address: string | undefined;
+  /** set when the body could not be read (too large, too slow): the rest of it is never read, so the connection must go */
+  private closeAfterAnswer = false;
 
   constructor(private readonly response: UwsResponse, request: UwsRequest, private readonly server: UwsServer) {
     this.method = request.getMethod().toUpperCase();
@@ -124,7 +126,13 @@ class UwsExchange implements Exchange {
       const parts: Buffer[] = [];
       let received = 0;
       let settled = false;
-      const fail = (error: GatewayError) => { if (!settled) { settled = true; clearTimeout(timer); reject(error); } };
+      const fail = (error: GatewayError) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        this.closeAfterAnswer = true;
+        reject(error);
+      };
       const timer = setTimeout(() => fail(new GatewayError({
         status: 408, type: 'invalid_request_error', code: 'request_timeout',
         message: `request body not received within ${this.server.options.limits.bodyTimeoutMs} ms`,
@@ -164,14 +172,15 @@ class UwsExchange implements Exchange {
   }
 
   private reject(status: number, message: string): void {
-    const answer = this.server.options.rejection(status, message);
+    const answer = this.server.options.rejection(status, message, this.path);
+    this.closeAfterAnswer = true;
     this.respond(status, answer.headers, answer.body);
   }
 
   respond(status: number, headers: Headers, body: string | Buffer): void {
     if (this.finished) return;
     this.finished = true;
-    const close = this.server.draining;
+    const close = this.server.draining || this.closeAfterAnswer;
     this.response.cork(() => {
       this.response.writeStatus(statusLine(status));
       for (const name in headers) this.response.writeHeader(name, headers[name]);
@@ -214,7 +223,7 @@ class UwsExchange implements Exchange {
   end(chunk?: string | Buffer): void {
     if (this.finished) return;
     this.finished = true;
-    const close = this.server.draining;
+    const close = this.server.draining || this.closeAfterAnswer;
     this.response.cork(() => { this.writeHead(); this.response.end(chunk ?? NO_BODY, close); });
     this.server.requestEnded();
   }
@@ -248,7 +257,7 @@ export class UwsServer implements HttpServer {
   private handlerFailed(exchange: Exchange, error: unknown): void {
     process.emitWarning(`unhandled error in request handler: ${(error as Error)?.stack ?? String(error)}`);
     if (exchange.finished) return;
-    const answer = this.options.rejection(500, 'internal error');
+    const answer = this.options.rejection(500, 'internal error', exchange.path);
     exchange.respond(500, answer.headers, answer.body);
   }
 

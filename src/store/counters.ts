@@ -24,24 +24,39 @@ export class CounterStore {
     });
   }
 
-  /** Adjusts a gauge (e.g. concurrent requests of a key) and returns the new value. */
-  adjust(bucket: string, delta: number): number {
+  /**
+   * Takes one concurrency slot of `subject` for this worker when the total over all workers is
+   * below `limit`. Each worker owns its own entry, so a dead worker's slots can be dropped.
+   */
+  acquireSlot(subject: string, workerId: string, limit: number): boolean {
     const { ephemeral, ephemeralRoot } = this.databases;
     return ephemeralRoot.transactionSync(() => {
-      const value = Math.max(0, ((ephemeral.get(bucket) as number | undefined) ?? 0) + delta);
-      if (value === 0) ephemeral.removeSync(bucket); else ephemeral.putSync(bucket, value);
-      return value;
+      let total = 0;
+      for (const { value } of ephemeral.getRange({ start: `slot:${subject}:`, end: `slot:${subject}:\uffff` })) total += value as number;
+      if (total >= limit) return false;
+      const own = `slot:${subject}:${workerId}`;
+      ephemeral.putSync(own, ((ephemeral.get(own) as number | undefined) ?? 0) + 1);
+      return true;
     });
   }
 
-  /** Adds `delta` only while the gauge stays ≤ limit; returns false (unchanged) otherwise. */
-  acquire(bucket: string, limit: number): boolean {
+  releaseSlot(subject: string, workerId: string): void {
     const { ephemeral, ephemeralRoot } = this.databases;
-    return ephemeralRoot.transactionSync(() => {
-      const value = (ephemeral.get(bucket) as number | undefined) ?? 0;
-      if (value >= limit) return false;
-      ephemeral.putSync(bucket, value + 1);
-      return true;
+    ephemeralRoot.transactionSync(() => {
+      const own = `slot:${subject}:${workerId}`;
+      const value = ((ephemeral.get(own) as number | undefined) ?? 0) - 1;
+      if (value <= 0) ephemeral.removeSync(own); else ephemeral.putSync(own, value);
+    });
+  }
+
+  /** Drops the slots of a worker that is gone. */
+  dropWorkerSlots(workerId: string): void {
+    const { ephemeral, ephemeralRoot } = this.databases;
+    ephemeralRoot.transactionSync(() => {
+      const suffix = `:${workerId}`;
+      for (const key of [...ephemeral.getKeys({ start: 'slot:', end: 'slot:\uffff' })]) {
+        if (key.endsWith(suffix)) ephemeral.removeSync(key);
+      }
     });
   }
 
@@ -49,7 +64,7 @@ export class CounterStore {
   clearPrefix(prefix: string): void {
     const { ephemeral, ephemeralRoot } = this.databases;
     ephemeralRoot.transactionSync(() => {
-      for (const key of ephemeral.getKeys({ start: prefix, end: `${prefix}\uffff` })) ephemeral.removeSync(key);
+      for (const key of [...ephemeral.getKeys({ start: prefix, end: `${prefix}\uffff` })]) ephemeral.removeSync(key);
     });
   }
 }

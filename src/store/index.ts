@@ -3,21 +3,29 @@ import { openDatabases, type Databases } from './database';
 import { AccountStore } from './accounts';
 import { KeyStore } from './keys';
 import { CounterStore } from './counters';
+import { LedgerStore } from './ledger';
+import { UsageStore } from './usage';
 
 export type { AccountRecord, AccessTokenRecord, AccessScope, KeyFields, KeyRecord, UsageRecord } from './records';
 export type { KeyPage } from './keys';
 export type { WindowHit } from './counters';
+export type { Charge, LeaseAsk, LeaseGrant, LeaseShortfall } from './ledger';
+export type { UsageFilter } from './usage';
 
 export class Store {
   readonly accounts: AccountStore;
   readonly keys: KeyStore;
   readonly counters: CounterStore;
+  readonly ledger: LedgerStore;
+  readonly usage: UsageStore;
   private closed = false;
 
   constructor(readonly databases: Databases) {
     this.accounts = new AccountStore(databases);
     this.keys = new KeyStore(databases);
     this.counters = new CounterStore(databases);
+    this.ledger = new LedgerStore(databases);
+    this.usage = new UsageStore(databases);
   }
 
   static open(dataDir: string): Store {

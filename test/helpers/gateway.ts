@@ -2,9 +2,11 @@
 // supervisor with worker processes. Only loopback.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { generateAccessToken, tokenDigest } from '../../src/auth/secrets';
 import { loadConfig, type Config } from '../../src/config';
 import { createLogger } from '../../src/log';
 import { startGateway, type RunningGateway } from '../../src/main';
@@ -113,4 +115,120 @@ export async function cliJson(args: string[], dataDir: string, env: Record<strin
       try { resolve(JSON.parse(stdout)); } catch { reject(new Error(`not JSON: ${stdout}`)); }
     });
   });
+}
+
+export interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  text: string;
+  /** the parsed body; undefined when it is not JSON */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  json: any;
+}
+
+export interface CallOptions {
+  /** sent as `Authorization: <token>` as is (add "Bearer " yourself to test that form) */
+  token?: string;
+  /** JSON-encoded unless rawBody is given */
+  body?: unknown;
+  rawBody?: string | Buffer;
+  headers?: Record<string, string>;
+}
+
+/** One HTTP request on a fresh connection; resolves with status, headers and the (parsed) body. */
+export function call(baseUrl: string, method: string, path: string, options: CallOptions = {}): Promise<Answer> {
+  const payload = options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.token !== undefined) headers.authorization = options.token;
+  if (payload !== undefined) {
+    headers['content-type'] ??= 'application/json';
+    headers['content-length'] = String(Buffer.byteLength(payload));
+  }
+  return new Promise((resolve, reject) => {
+    const outgoing = httpRequest(`${baseUrl}${path}`, { method, headers, agent: false }, (response) => {
+      const parts: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => parts.push(chunk));
+      response.on('end', () => {
+        const text = Buffer.concat(parts).toString('utf8');
+        let json: unknown;
+        try { json = JSON.parse(text); } catch { json = undefined; }
+        resolve({ status: response.statusCode ?? 0, headers: response.headers, text, json });
+      });
+      response.on('error', reject);
+    });
+    outgoing.on('error', reject);
+    outgoing.end(payload);
+  });
+}
+
+export interface RawResult {
+  /** everything the server sent (latin1) */
+  text: string;
+  /** true when the server ended the connection before `waitMs` passed */
+  closed: boolean;
+  elapsedMs: number;
+}
+
+/**
+ * Writes raw bytes on a TCP connection and collects everything the server sends until it closes the
+ * connection or `waitMs` passes. For requests a well-behaved client library would refuse to send.
+ */
+export function rawExchange(port: number, chunks: (string | Buffer)[], waitMs = 3000): Promise<RawResult> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const socket = connect({ host: '127.0.0.1', port });
+    const parts: Buffer[] = [];
+    let done = false;
+    const finish = (closed: boolean) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ text: Buffer.concat(parts).toString('latin1'), closed, elapsedMs: Date.now() - started });
+    };
+    const timer = setTimeout(() => finish(false), waitMs);
+    socket.on('data', (chunk) => parts.push(chunk));
+    socket.on('end', () => finish(true));
+    socket.on('close', () => finish(true));
+    socket.on('error', (error: NodeJS.ErrnoException) => {
+      // A server that answers and then resets the connection still answered.
+      if (error.code === 'ECONNRESET' || error.code === 'EPIPE') finish(true);
+      else if (!done) { done = true; clearTimeout(timer); reject(error); }
+    });
+    socket.on('connect', () => { for (const chunk of chunks) socket.write(chunk); });
+  });
+}
+
+/** Splits a raw HTTP/1.1 answer into status, lower-case headers and body (no chunked decoding needed: we send content-length). */
+export function parseRawAnswer(raw: string): { status: number; headers: Record<string, string>; body: string } {
+  const end = raw.indexOf('\r\n\r\n');
+  const head = end === -1 ? raw : raw.slice(0, end);
+  const [statusLine, ...lines] = head.split('\r\n');
+  const headers: Record<string, string> = {};
+  for (const line of lines) {
+    const colon = line.indexOf(':');
+    if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  return { status: Number(statusLine.split(' ')[1] ?? 0), headers, body: end === -1 ? '' : raw.slice(end + 4) };
+}
+
+/** A second account with its own access token, created directly in the gateway's store. */
+export async function addAccount(test: TestGateway, name: string, scope: 'read' | 'write' = 'write'): Promise<{ id: number; token: string }> {
+  const store = test.gateway.context.store;
+  const created = await store.accounts.create(name, 'default', 0);
+  const account = created === 'exists' ? store.accounts.find(name)! : created;
+  const token = generateAccessToken();
+  await store.accounts.addAccessToken(tokenDigest(token).toString('hex'), account.id, scope);
+  return { id: account.id, token };
+}
+
+/** Polls until `check` resolves truthy or the deadline passes; returns the last value. */
+export async function waitFor<T>(check: () => Promise<T>, timeoutMs: number, intervalMs = 20): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let value = await check();
+  while (!value && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    value = await check();
+  }
+  return value;
 }

@@ -65,6 +65,8 @@ test('message and block errors carry their path', () => {
   rejects({ ...minimal(), messages: [{ role: 'system', content: 'x' }] }, 'messages.0.role', 'messages.0.role: must be user or assistant');
   rejects({ ...minimal(), messages: [{ role: 'user' }] }, 'messages.0.content', 'messages.0.content: field required');
   rejects({ ...minimal(), messages: [{ role: 'user', content: 5 }] }, 'messages.0.content', 'messages.0.content: must be a string or an array of content blocks');
+  rejects({ ...minimal(), messages: [{ role: 'user', content: [] }] }, 'messages.0.content', 'messages.0.content: must not be empty');
+  rejects({ ...minimal(), messages: [{ role: 'assistant', content: '' }, { role: 'user', content: 'x' }] }, 'messages.0.content', 'messages.0.content: must not be empty');
   rejects({ ...minimal(), messages: [{ role: 'user', content: [{ type: 'text' }] }] }, 'messages.0.content.0.text', 'messages.0.content.0.text: field required');
   rejects({ ...minimal(), messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'file', file_id: 'f' } }] }] },
     'messages.0.content.0.source.type', 'messages.0.content.0.source.type: must be base64 or url');
@@ -93,6 +95,11 @@ test('optional parameters are range-checked', () => {
   rejects({ ...minimal(), tool_choice: { type: 'tool' } }, 'tool_choice.name', 'tool_choice.name: field required');
   rejects({ ...minimal(), thinking: { type: 'enabled' } }, 'thinking.budget_tokens', 'thinking.budget_tokens: field required');
   rejects({ ...minimal(), thinking: { type: 'on', budget_tokens: 1024 } }, 'thinking.type', 'thinking.type: must be enabled or disabled');
+});
+
+test('a final assistant turn (prefill) may be empty', () => {
+  const body = { ...minimal(), messages: [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: '' }] };
+  assert.equal(validateMessagesRequest(body).messageCount, 2);
 });
 
 test('server tools, documents and newer block types pass untouched', () => {

@@ -1,0 +1,40 @@
+// API-key resolution for model calls (spec §5.2, DESIGN §5 check 1): `Authorization: Bearer <key>`
+// or `x-api-key`, with or without `sk-`. The lookup is by SHA-256 digest, read straight from the
+// memory-mapped store, so a disable or delete in any process is seen by the next request.
+import { GatewayError } from '../errors';
+import type { Exchange } from '../http';
+import type { AccountRecord, KeyRecord, Store } from '../store';
+import { apiKeyDigest } from './secrets';
+
+const INVALID = new GatewayError({ status: 401, type: 'invalid_request_error', code: 'invalid_api_key', message: 'Invalid token.' });
+const MISSING = new GatewayError({
+  status: 401, type: 'invalid_request_error', code: 'invalid_api_key',
+  message: 'No API key provided: send "Authorization: Bearer <key>".',
+});
+const EXPIRED = new GatewayError({
+  status: 401, type: 'invalid_request_error', code: 'token_expired',
+  message: 'This API key has expired: its owner can extend expired_time.',
+});
+
+export interface Caller { key: KeyRecord; account: AccountRecord }
+
+export function presentedKey(exchange: Exchange): string | undefined {
+  const authorization = exchange.header('authorization');
+  if (authorization) {
+    const value = authorization.startsWith('Bearer ') || authorization.startsWith('bearer ') ? authorization.slice(7) : authorization;
+    return value.trim() || undefined;
+  }
+  return exchange.header('x-api-key')?.trim() || undefined;
+}
+
+export function authenticateKey(exchange: Exchange, store: Store, now = Date.now()): Caller {
+  const presented = presentedKey(exchange);
+  if (!presented) throw MISSING;
+  if (presented.length > 256) throw INVALID;
+  const key = store.keys.findByDigest(apiKeyDigest(presented).toString('hex'));
+  if (!key || key.status !== 1) throw INVALID;
+  if (key.expired_time > 0 && key.expired_time * 1000 <= now) throw EXPIRED;
+  const account = store.accounts.get(key.account_id);
+  if (!account) throw INVALID;
+  return { key, account };
+}

@@ -1,0 +1,167 @@
+// Worker-local money: reserve → settle → refund served from quota leases held in memory, so the
+// request path never waits for a commit. A lease is taken from the store in one short synchronous
+// transaction only when the local slice runs short; settled charges and usage records are committed
+// in batches every few ms (never awaited by a response). DESIGN §5.
+import { GatewayError } from '../errors';
+import type { Logger } from '../log';
+import type { AccountRecord, Charge, KeyRecord, Store, UsageRecord } from '../store';
+
+export const DEFAULT_FLUSH_MS = 5;
+export const DEFAULT_IDLE_RETURN_MS = 2_000;
+/** a lease asks for this many requests' worth beyond what is needed now … */
+const LEASE_REQUESTS = 16;
+/** … but never more than half of what remains free, so other workers keep a share */
+const LEASE_SHARE = 0.5;
+
+class Lease {
+  granted = 0;
+  reserved = 0;
+  pending = 0;
+  lastUsed = Date.now();
+  constructor(readonly epoch: number) {}
+  get available(): number { return this.granted - this.reserved - this.pending; }
+}
+
+export interface Reservation {
+  readonly keyId: number;
+  readonly accountId: number;
+  readonly amount: number;
+  readonly keyLease: Lease | null;
+  readonly accountLease: Lease;
+  done: boolean;
+}
+
+interface QueuedCharge { charge: Charge; keyLease: Lease | null; accountLease: Lease }
+
+export function insufficientQuota(message: string): GatewayError {
+  return new GatewayError({ status: 429, type: 'insufficient_quota', code: 'insufficient_quota', message });
+}
+
+export class Ledger {
+  private readonly keyLeases = new Map<number, Lease>();
+  private readonly accountLeases = new Map<number, Lease>();
+  private charges: QueuedCharge[] = [];
+  private records: Omit<UsageRecord, 'id'>[] = [];
+  private flushTimer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> = Promise.resolve();
+  private readonly idleTimer: NodeJS.Timeout;
+
+  constructor(private readonly store: Store, private readonly workerId: string, private readonly log: Logger,
+    private readonly options: { flushMs?: number; idleReturnMs?: number } = {}) {
+    this.idleTimer = setInterval(() => this.returnIdle(), options.idleReturnMs ?? DEFAULT_IDLE_RETURN_MS);
+    this.idleTimer.unref();
+  }
+
+  private lease(map: Map<number, Lease>, id: number, epoch: number): Lease {
+    let lease = map.get(id);
+    // A new epoch (the owner changed the cap): the old slice can no longer be drawn on.
+    if (!lease || lease.epoch !== epoch) { lease = new Lease(epoch); map.set(id, lease); }
+    lease.lastUsed = Date.now();
+    return lease;
+  }
+
+  /** Reserves `amount` quota on the key (unless unlimited) and the account; throws 429 insufficient_quota. */
+  reserve(key: KeyRecord, account: AccountRecord, amount: number): Reservation {
+    let keyLease = key.unlimited_quota ? null : this.lease(this.keyLeases, key.id, key.epoch);
+    let accountLease = this.lease(this.accountLeases, account.id, account.epoch);
+    const keyNeed = keyLease ? Math.max(0, amount - keyLease.available) : 0;
+    const accountNeed = Math.max(0, amount - accountLease.available);
+    if (keyNeed > 0 || accountNeed > 0) {
+      const extra = amount * LEASE_REQUESTS;
+      const keyFree = key.remain_quota - key.leased;
+      const accountFree = account.balance - account.leased;
+      const grant = this.store.ledger.acquire(this.workerId,
+        keyNeed > 0 ? key.id : null, { need: keyNeed, want: keyNeed + Math.min(extra, Math.floor(Math.max(0, keyFree - keyNeed) * LEASE_SHARE)) },
+        account.id, { need: accountNeed, want: accountNeed + Math.min(extra, Math.floor(Math.max(0, accountFree - accountNeed) * LEASE_SHARE)) });
+      if ('shortfall' in grant) {
+        if (grant.shortfall === 'key') {
+          throw insufficientQuota(`this key's quota is used up: it has ${keyLease ? keyLease.available + grant.available : grant.available} quota left and this request needs up to ${amount}; raise the key's remain_quota`);
+        }
+        if (grant.shortfall === 'account') {
+          throw insufficientQuota(`the account balance is too low: ${accountLease.available + grant.available} quota left and this request needs up to ${amount}; top up the account`);
+        }
+        throw new GatewayError({ status: 401, type: 'invalid_request_error', code: 'invalid_api_key', message: 'Invalid token.' });
+      }
+      if (grant.key && keyLease) {
+        if (grant.key.epoch !== keyLease.epoch) keyLease = this.lease(this.keyLeases, key.id, grant.key.epoch);
+        keyLease.granted += grant.key.amount;
+      }
+      if (grant.account.epoch !== accountLease.epoch) accountLease = this.lease(this.accountLeases, account.id, grant.account.epoch);
+      accountLease.granted += grant.account.amount;
+    }
+    if (keyLease) keyLease.reserved += amount;
+    accountLease.reserved += amount;
+    return { keyId: key.id, accountId: account.id, amount, keyLease, accountLease, done: false };
+  }
+
+  /** The call is over: charge `quota` (may differ from the reservation) and record it. */
+  settle(reservation: Reservation, quota: number, record: Omit<UsageRecord, 'id'>): void {
+    if (reservation.done) return;
+    reservation.done = true;
+    const { keyLease, accountLease } = reservation;
+    if (keyLease) { keyLease.reserved -= reservation.amount; keyLease.pending += quota; }
+    accountLease.reserved -= reservation.amount;
+    accountLease.pending += quota;
+    this.charges.push({
+      charge: { keyId: reservation.keyId, keyEpoch: keyLease?.epoch ?? -1, accountId: reservation.accountId, accountEpoch: accountLease.epoch, quota },
+      keyLease, accountLease,
+    });
+    this.records.push(record);
+    this.flushTimer ??= setTimeout(() => { this.flushTimer = null; void this.flush(); }, this.options.flushMs ?? DEFAULT_FLUSH_MS);
+  }
+
+  /** The call failed before anything billable happened. */
+  refund(reservation: Reservation): void {
+    if (reservation.done) return;
+    reservation.done = true;
+    if (reservation.keyLease) reservation.keyLease.reserved -= reservation.amount;
+    reservation.accountLease.reserved -= reservation.amount;
+  }
+
+  /** Commits everything settled so far; resolves when it is durable. */
+  flush(): Promise<void> {
+    if (this.flushTimer) { clearTimeout(this.flushTimer); this.flushTimer = null; }
+    if (this.charges.length === 0) return this.flushing;
+    const charges = this.charges;
+    const records = this.records;
+    this.charges = [];
+    this.records = [];
+    this.flushing = this.flushing.then(() => this.store.ledger.commit(this.workerId, charges.map((queued) => queued.charge), records))
+      .then(() => {
+        for (const { charge, keyLease, accountLease } of charges) {
+          if (keyLease) { keyLease.pending -= charge.quota; keyLease.granted = Math.max(0, keyLease.granted - charge.quota); }
+          accountLease.pending -= charge.quota;
+          accountLease.granted = Math.max(0, accountLease.granted - charge.quota);
+        }
+      }, (error: unknown) => {
+        this.log.error({ err: error, charges: charges.length }, 'committing charges failed; retrying with the next batch');
+        this.charges.unshift(...charges);
+        this.records.unshift(...records);
+      });
+    return this.flushing;
+  }
+
+  private returnIdle(now = Date.now(), all = false): Promise<void>[] {
+    const returns: Promise<void>[] = [];
+    const idleMs = this.options.idleReturnMs ?? DEFAULT_IDLE_RETURN_MS;
+    for (const [kind, map] of [['k', this.keyLeases], ['a', this.accountLeases]] as const) {
+      for (const [id, lease] of map) {
+        if (lease.reserved > 0 || lease.pending > 0 || (!all && now - lease.lastUsed < idleMs)) continue;
+        map.delete(id);
+        if (lease.granted > 0) {
+          returns.push(this.store.ledger.giveBack(this.workerId, kind, id, lease.epoch, lease.granted)
+            .catch((error: unknown) => this.log.warn({ err: error }, 'returning a lease failed; the supervisor reaps it')));
+        }
+      }
+    }
+    return returns;
+  }
+
+  /** Flush, then give every unused lease back. */
+  async close(): Promise<void> {
+    clearInterval(this.idleTimer);
+    await this.flush();
+    await this.flushing;
+    await Promise.all(this.returnIdle(Date.now(), true));
+  }
+}

@@ -1,0 +1,550 @@
+// Forwards an OpenAI chat stream as it arrives and rewrites only its tail (spec §4.2 rule 2: the final
+// chunk has an empty delta, a non-null finish_reason and `usage`, then `data: [DONE]`).
+//
+// Why byte searches instead of an SSE decoder here: JSON-parsing every event of a 2,000-event
+// stream costs ~8 ms (DESIGN §6). Ordinary events are recognised by the absence of a few byte
+// patterns and passed on untouched; only the handful of terminal events (a finish_reason, a usage
+// object, [DONE]) are parsed and held back. Inside JSON strings every quote is escaped, so a pattern
+// such as `_reason":"` cannot come from generated text; a false alarm only costs one JSON.parse.
+//
+// Completion text for local counting is not extracted per event either: the forwarded buffers are
+// kept (up to maxTextBytes of them) and scanned only when needed: when the upstream sent no usage,
+// or when the kept bytes pass the bound (then they are turned into text and released).
+import { randomBytes } from 'node:crypto';
+import { countTokens } from '../billing/tokens';
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  prompt_tokens_details?: unknown;
+  completion_tokens_details?: unknown;
+}
+
+export interface StreamTailResult {
+  tail: Buffer;
+  usage: Usage;
+  usageSource: 'upstream' | 'estimated';
+  finishReason: string | null;
+  sawDone: boolean;
+  /** UTF-8 bytes of completion text (content, reasoning, tool arguments) seen; computed on first read. */
+  readonly completionTextBytes: number;
+}
+
+export interface StreamTailOptions {
+  /** model name shown to the client in the rewritten tail */
+  model: string;
+  /** bound on completion text kept for local counting (and on forwarded bytes kept to extract it) */
+  maxTextBytes?: number;
+}
+
+export const DEFAULT_MAX_TEXT_BYTES = 256 * 1024;
+/** A stream that starts with comments may show its id late; stop looking after this many pushes. */
+const IDENTITY_SCAN_PUSHES = 8;
+
+const LINE_FEED = 10;
+const CARRIAGE_RETURN = 13;
+const SPACE = 32;
+const QUOTE = 34;
+const COLON = 58;
+const UNDERSCORE = 95;
+const REASON_KEY = Buffer.from('reason"');
+const TOKENS_KEY = Buffer.from('tokens"');
+const DONE_MARK = Buffer.from('[DONE]');
+const DATA_FIELD = Buffer.from('data');
+const DONE_EVENT = 'data: [DONE]\n\n';
+const CALL_KEY = Buffer.from('call'); // tool_calls, function_call
+const EXTRACT_BATCH_BYTES = 64 * 1024;
+
+type JsonObject = Record<string, unknown>;
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function matchesAt(buffer: Buffer, position: number, bytes: Buffer): boolean {
+  if (position + bytes.length > buffer.length) return false;
+  for (let index = 0; index < bytes.length; index += 1) if (buffer[position + index] !== bytes[index]) return false;
+  return true;
+}
+
+/** Position of the first byte of the value after `"key"` ending at `position`, or -1. */
+function valueAfterKey(buffer: Buffer, position: number, end: number): number {
+  while (position < end && buffer[position] === SPACE) position += 1;
+  if (buffer[position] !== COLON) return -1;
+  position += 1;
+  while (position < end && buffer[position] === SPACE) position += 1;
+  return position < end ? position : -1;
+}
+
+const MAY_BE_TERMINAL = 1;
+const HAS_CALLS = 2;
+
+/**
+ * Looks at every underscore in [start, end): a `finish_reason` with a string value or a `*_tokens`
+ * key (every usage object has one) flags a possible terminal event (and stops the scan); a
+ * `tool_calls` / `function_call` key flags that tool arguments are being streamed. One single-byte
+ * search per underscore plus a few compares; no pattern search.
+ */
+function scanUnderscores(buffer: Buffer, start: number, end: number): number {
+  let flags = 0;
+  let position = buffer.indexOf(UNDERSCORE, start);
+  while (position !== -1 && position < end) {
+    const after = position + 1;
+    if (matchesAt(buffer, after, REASON_KEY)) {
+      const value = valueAfterKey(buffer, after + REASON_KEY.length, end);
+      if (value !== -1 && buffer[value] === QUOTE) return flags | MAY_BE_TERMINAL;
+    } else if (matchesAt(buffer, after, TOKENS_KEY)) {
+      if (valueAfterKey(buffer, after + TOKENS_KEY.length, end) !== -1) return flags | MAY_BE_TERMINAL;
+    } else if (matchesAt(buffer, after, CALL_KEY)) {
+      flags |= HAS_CALLS;
+    }
+    position = buffer.indexOf(UNDERSCORE, after);
+  }
+  return flags;
+}
+
+/**
+ * Whether the event ending at `end` is `data: [DONE]`. [DONE] is the last thing an upstream sends,
+ * so only the last event of a push needs this O(1) look (every event does on the slow path).
+ */
+function endsWithDone(buffer: Buffer, start: number, end: number): boolean {
+  while (end > start && (buffer[end - 1] === LINE_FEED || buffer[end - 1] === CARRIAGE_RETURN)) end -= 1;
+  let position = end - DONE_MARK.length;
+  if (position < start || !matchesAt(buffer, position, DONE_MARK)) return false;
+  position -= 1;
+  if (buffer[position] === SPACE) position -= 1;
+  if (buffer[position] !== COLON || !matchesAt(buffer, position - 4, DATA_FIELD)) return false;
+  position -= 5;
+  return position < start || buffer[position] === LINE_FEED || buffer[position] === CARRIAGE_RETURN;
+}
+
+/** End of the event that starts at or after `from` (just past its blank line), or -1. */
+function nextEventEnd(buffer: Buffer, from: number, end: number): number {
+  let position = buffer.indexOf(LINE_FEED, from);
+  while (position !== -1 && position < end) {
+    const next = buffer[position + 1];
+    if (next === LINE_FEED) return position + 2;
+    if (next === CARRIAGE_RETURN && buffer[position + 2] === LINE_FEED) return position + 3;
+    position = buffer.indexOf(LINE_FEED, position + 1);
+  }
+  return -1;
+}
+
+/** End of the last complete event in the buffer (0 if none); boundaries can only be at or after `from`. */
+function lastEventEnd(buffer: Buffer, from: number): number {
+  const length = buffer.length;
+  if (buffer[length - 1] === LINE_FEED
+    && (buffer[length - 2] === LINE_FEED || (buffer[length - 2] === CARRIAGE_RETURN && buffer[length - 3] === LINE_FEED))) {
+    return length;
+  }
+  let last = 0;
+  let position = Math.max(0, from - 2);
+  for (;;) {
+    const end = nextEventEnd(buffer, position, length);
+    if (end === -1) return last;
+    last = end;
+    position = end;
+  }
+}
+
+/** The joined `data:` lines of one event block (SSE field rules), or undefined if it has none. */
+function eventData(block: string): string | undefined {
+  let data: string | undefined;
+  for (const line of block.split(/\r\n|\r|\n/)) {
+    if (!line.startsWith('data')) continue;
+    const rest = line.slice(4);
+    if (rest.length > 0 && rest[0] !== ':') continue; // a field named e.g. "database"
+    const value = rest.startsWith(': ') ? rest.slice(2) : rest.slice(1);
+    data = data === undefined ? value : `${data}\n${value}`;
+  }
+  return data;
+}
+
+function hasDeltaContent(choice: unknown): boolean {
+  if (!isObject(choice) || !isObject(choice.delta)) return false;
+  for (const key of Object.keys(choice.delta)) {
+    if (key === 'role') continue;
+    const value = choice.delta[key];
+    if (value == null || value === '' || (Array.isArray(value) && value.length === 0)) continue;
+    return true;
+  }
+  return false;
+}
+
+function toCount(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.round(value) : 0;
+}
+
+/** An upstream usage object in OpenAI shape; undefined if it holds no token counts. */
+export function normalizeUsage(value: unknown): Usage | undefined {
+  if (!isObject(value)) return undefined;
+  // Anthropic-style names as a fallback for compatible servers that use them
+  const prompt = toCount(value.prompt_tokens ?? value.input_tokens);
+  const completion = toCount(value.completion_tokens ?? value.output_tokens);
+  const usage: Usage = {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: value.total_tokens == null ? prompt + completion : toCount(value.total_tokens),
+  };
+  if (value.prompt_tokens_details != null) usage.prompt_tokens_details = value.prompt_tokens_details;
+  if (value.completion_tokens_details != null) usage.completion_tokens_details = value.completion_tokens_details;
+  return usage;
+}
+
+/** Usage of a non-stream chat.completion body, if it has one. */
+export function parseUsageFromChatResponse(body: Buffer | string): Usage | undefined {
+  try {
+    const parsed: unknown = JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));
+    return isObject(parsed) ? normalizeUsage(parsed.usage) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export class OpenAIStreamTail {
+  private readonly model: string;
+  private readonly maxTextBytes: number;
+  /** the incomplete last event, in the pieces it arrived in */
+  private carry: Buffer[] = [];
+  private carryBytes = 0;
+  private done = false;
+  private sawDone = false;
+  private sawToolCalls = false;
+  private forwardedAny = false;
+  private id: string | undefined;
+  private created: number | undefined;
+  private systemFingerprint: string | undefined;
+  private identityScans = 0;
+  private upstreamUsage: Usage | undefined;
+  private readonly finishReasons = new Map<number, string>();
+  private lastFinishReason: string | null = null;
+  // completion text: forwarded buffers not yet scanned, then extracted text
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private readonly textParts: string[] = []; // raw UTF-8 bytes as latin1 strings, see extractText
+  private keptTextBytes = 0;
+  private totalTextBytes = 0;
+
+  constructor(options: StreamTailOptions) {
+    this.model = options.model;
+    this.maxTextBytes = options.maxTextBytes ?? DEFAULT_MAX_TEXT_BYTES;
+  }
+
+  get firstContentSeen(): boolean {
+    return this.forwardedAny;
+  }
+
+  /**
+   * Bytes to send to the client now, or null when everything was held back. The chunk is kept by
+   * reference (for local counting) and must not be modified afterwards.
+   */
+  push(chunk: Buffer): Buffer | null {
+    if (this.done || chunk.length === 0) return null;
+    let buffer = chunk;
+    // a boundary found in the chunk alone is a real one, whatever came before it
+    let completeEnd = lastEventEnd(chunk, 0);
+    if (this.carry.length > 0) {
+      // An event split over many chunks is joined once, when its end arrives, not once per chunk.
+      if (completeEnd === 0 && !this.completesCarry(chunk)) {
+        this.holdBack(chunk);
+        return null;
+      }
+      const carried = this.carryBytes;
+      this.carry.push(chunk);
+      buffer = Buffer.concat(this.carry, carried + chunk.length);
+      this.carry = [];
+      this.carryBytes = 0;
+      completeEnd = completeEnd > 0 ? carried + completeEnd : lastEventEnd(buffer, carried);
+    }
+    if (completeEnd < buffer.length) this.holdBack(buffer.subarray(completeEnd));
+    if (completeEnd === 0) return null;
+    if (this.id === undefined && this.identityScans < IDENTITY_SCAN_PUSHES) this.scanIdentity(buffer, completeEnd);
+
+    let output: Buffer | null;
+    const flags = scanUnderscores(buffer, 0, completeEnd);
+    if (flags & HAS_CALLS) this.sawToolCalls = true;
+    if ((flags & MAY_BE_TERMINAL) === 0 && !endsWithDone(buffer, 0, completeEnd)) {
+      output = completeEnd === buffer.length ? buffer : buffer.subarray(0, completeEnd);
+    } else {
+      output = this.processEvents(buffer, completeEnd);
+    }
+    if (output !== null) this.keep(output);
+    return output;
+  }
+
+  finish(fallbackUsage?: (completionText: string) => Usage): StreamTailResult {
+    const parts: Buffer[] = [];
+    // A last event the upstream did not close with a blank line still counts if its lines are complete.
+    const carry = this.carry;
+    this.carry = [];
+    this.carryBytes = 0;
+    if (!this.done && carry.length > 0 && carry[carry.length - 1].at(-1) === LINE_FEED) {
+      const closed = Buffer.concat([...carry, Buffer.from('\n')]);
+      const output = this.processEvents(closed, closed.length);
+      if (output !== null) {
+        this.keep(output);
+        parts.push(output);
+      }
+    }
+    this.done = true;
+
+    let usage: Usage;
+    let usageSource: 'upstream' | 'estimated';
+    if (this.upstreamUsage !== undefined) {
+      usage = this.upstreamUsage;
+      usageSource = 'upstream';
+    } else {
+      const text = this.completionText();
+      usage = fallbackUsage ? fallbackUsage(text) : this.estimateUsage(text);
+      usageSource = 'estimated';
+    }
+
+    const reasons = this.finishReasons.size > 0
+      ? [...this.finishReasons].sort((left, right) => left[0] - right[0])
+      : [[0, 'stop'] as [number, string]];
+    const id = this.id ?? `chatcmpl-${randomBytes(12).toString('hex')}`;
+    const created = this.created ?? Math.floor(Date.now() / 1000);
+    let tail = '';
+    for (let index = 0; index < reasons.length; index += 1) {
+      const chunk: JsonObject = {
+        id, object: 'chat.completion.chunk', created, model: this.model,
+        choices: [{ index: reasons[index][0], delta: {}, finish_reason: reasons[index][1] }],
+      };
+      if (this.systemFingerprint !== undefined) chunk.system_fingerprint = this.systemFingerprint;
+      if (index === reasons.length - 1) chunk.usage = usage;
+      tail += `data: ${JSON.stringify(chunk)}\n\n`;
+    }
+    parts.push(Buffer.from(tail + DONE_EVENT));
+
+    const owner = this;
+    return {
+      tail: parts.length === 1 ? parts[0] : Buffer.concat(parts),
+      usage,
+      usageSource,
+      finishReason: this.lastFinishReason,
+      sawDone: this.sawDone,
+      get completionTextBytes(): number {
+        owner.extractPending();
+        return owner.totalTextBytes;
+      },
+    };
+  }
+
+  /** Slow path, for the rare pushes that may hold a terminal event: walk them event by event. */
+  private processEvents(buffer: Buffer, completeEnd: number): Buffer | null {
+    const outputs: Buffer[] = [];
+    let runStart = 0; // start of the current run of ordinary events, forwarded as one slice
+    let eventStart = 0;
+    while (eventStart < completeEnd) {
+      const eventEnd = nextEventEnd(buffer, eventStart, completeEnd);
+      if (eventEnd === -1) break;
+      const flags = scanUnderscores(buffer, eventStart, eventEnd);
+      if (flags & HAS_CALLS) this.sawToolCalls = true;
+      if ((flags & MAY_BE_TERMINAL) !== 0 || endsWithDone(buffer, eventStart, eventEnd)) {
+        const handled = this.handleTerminal(buffer.toString('utf8', eventStart, eventEnd));
+        if (handled !== undefined) {
+          if (eventStart > runStart) outputs.push(buffer.subarray(runStart, eventStart));
+          if (handled.length > 0) outputs.push(Buffer.from(handled));
+          runStart = eventEnd;
+        }
+        if (this.done) {
+          this.carry = []; // nothing after [DONE] is forwarded
+          this.carryBytes = 0;
+          return this.joinOutputs(outputs);
+        }
+      }
+      eventStart = eventEnd;
+    }
+    if (completeEnd > runStart) outputs.push(buffer.subarray(runStart, completeEnd));
+    return this.joinOutputs(outputs);
+  }
+
+  private holdBack(rest: Buffer): void {
+    this.carry.push(rest);
+    this.carryBytes += rest.length;
+  }
+
+  /** Whether the chunk's first bytes finish a blank line begun at the end of the held-back bytes. */
+  private completesCarry(chunk: Buffer): boolean {
+    const last = this.carry[this.carry.length - 1];
+    const lastByte = last[last.length - 1];
+    const first = chunk[0];
+    if (lastByte === LINE_FEED) return first === LINE_FEED || (first === CARRIAGE_RETURN && chunk[1] === LINE_FEED);
+    // "\n\r" + "\n" (the \n before the \r may sit in an earlier piece)
+    if (lastByte !== CARRIAGE_RETURN || first !== LINE_FEED) return false;
+    const beforeLast = last.length >= 2 ? last[last.length - 2] : this.carry[this.carry.length - 2]?.at(-1);
+    return beforeLast === LINE_FEED;
+  }
+
+  private joinOutputs(outputs: Buffer[]): Buffer | null {
+    if (outputs.length === 0) return null;
+    return outputs.length === 1 ? outputs[0] : Buffer.concat(outputs);
+  }
+
+  /**
+   * Absorbs a terminal event. Returns the text to forward in its place ('' for nothing), or
+   * undefined when it was not terminal after all and goes out verbatim.
+   */
+  private handleTerminal(block: string): string | undefined {
+    const data = eventData(block);
+    if (data === undefined) return undefined;
+    if (data.trim() === '[DONE]') {
+      this.sawDone = true;
+      this.done = true;
+      return '';
+    }
+    let chunk: unknown;
+    try {
+      chunk = JSON.parse(data);
+    } catch {
+      return undefined;
+    }
+    if (!isObject(chunk)) return undefined;
+    const usage = normalizeUsage(chunk.usage);
+    const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
+    let finishing = false;
+    for (const choice of choices) {
+      if (!isObject(choice) || choice.finish_reason == null) continue;
+      const reason = String(choice.finish_reason);
+      this.finishReasons.set(typeof choice.index === 'number' ? choice.index : 0, reason);
+      this.lastFinishReason = reason;
+      finishing = true;
+    }
+    if (usage === undefined && !finishing) return undefined;
+    if (usage !== undefined) this.upstreamUsage = usage;
+    if (this.id === undefined && typeof chunk.id === 'string') this.id = chunk.id;
+    if (this.created === undefined && typeof chunk.created === 'number') this.created = chunk.created;
+    if (this.systemFingerprint === undefined && typeof chunk.system_fingerprint === 'string') {
+      this.systemFingerprint = chunk.system_fingerprint;
+    }
+    // content must never be lost: what the terminal chunk carried goes on, unfinished
+    const carrying = choices.filter(hasDeltaContent);
+    if (carrying.length === 0) return '';
+    const rest: JsonObject = { ...chunk, choices: carrying.map((choice) => ({ ...(choice as JsonObject), finish_reason: null })) };
+    delete rest.usage;
+    return `data: ${JSON.stringify(rest)}\n\n`;
+  }
+
+  /** id, created and system_fingerprint of the first event, read off its bytes. */
+  private scanIdentity(buffer: Buffer, end: number): void {
+    this.identityScans += 1;
+    const idKey = buffer.indexOf('"id"');
+    if (idKey === -1 || idKey >= end) return;
+    const id = readStringValue(buffer, idKey + 4, end);
+    if (id === undefined) return;
+    this.id = id;
+    const createdKey = buffer.indexOf('"created"');
+    if (createdKey !== -1 && createdKey < end) {
+      let position = valueAfterKey(buffer, createdKey + 9, end);
+      let created = 0;
+      let digits = 0;
+      while (position !== -1 && position < end && buffer[position] >= 48 && buffer[position] <= 57 && digits < 12) {
+        created = created * 10 + buffer[position] - 48;
+        position += 1;
+        digits += 1;
+      }
+      if (digits > 0) this.created = created;
+    }
+    const fingerprintKey = buffer.indexOf('"system_fingerprint"');
+    if (fingerprintKey !== -1 && fingerprintKey < end) this.systemFingerprint = readStringValue(buffer, fingerprintKey + 20, end);
+  }
+
+  private keep(output: Buffer): void {
+    this.forwardedAny = true;
+    this.pending.push(output);
+    this.pendingBytes += output.length;
+    if (this.pendingBytes > this.maxTextBytes) this.extractPending();
+  }
+
+  private extractPending(): void {
+    // Converted in batches: V8 makes strings of a few hundred KB an order of magnitude slower than 64 KB ones.
+    let batch: Buffer[] = [];
+    let batchBytes = 0;
+    for (const buffer of this.pending) {
+      if (batchBytes > 0 && batchBytes + buffer.length > EXTRACT_BATCH_BYTES) {
+        this.extractText(batch.length === 1 ? batch[0] : Buffer.concat(batch, batchBytes));
+        batch = [];
+        batchBytes = 0;
+      }
+      batch.push(buffer);
+      batchBytes += buffer.length;
+    }
+    if (batchBytes > 0) this.extractText(batch.length === 1 ? batch[0] : Buffer.concat(batch, batchBytes));
+    this.pending = [];
+    this.pendingBytes = 0;
+  }
+
+  private completionText(): string {
+    this.extractPending();
+    return Buffer.from(this.textParts.join(''), 'latin1').toString('utf8');
+  }
+
+  /**
+   * Collects the `content` (and `reasoning_content`) string values of whole events, and `arguments`
+   * once tool calls were seen. Works on raw bytes held in a latin1 string (one char per byte):
+   * offsets are byte offsets, a piece's length is its UTF-8 size, and the pieces are decoded once
+   * at the end instead of one by one.
+   */
+  private extractText(buffer: Buffer): void {
+    const source = buffer.toString('latin1');
+    const patterns = this.sawToolCalls ? [/content": ?"/g, /arguments": ?"/g] : [/content": ?"/g];
+    const next = patterns.map((pattern) => (pattern.test(source) ? pattern.lastIndex - 1 : -1));
+    let nextBackslash = source.indexOf('\\');
+    for (;;) {
+      let which = -1;
+      for (let index = 0; index < next.length; index += 1) {
+        if (next[index] !== -1 && (which === -1 || next[index] < next[which])) which = index;
+      }
+      if (which === -1) return;
+      const open = next[which]; // the opening quote of the value
+      let close = source.indexOf('"', open + 1);
+      if (nextBackslash !== -1 && nextBackslash <= open) nextBackslash = source.indexOf('\\', open + 1);
+      const escaped = nextBackslash !== -1 && nextBackslash < close;
+      while (close !== -1 && escaped && isEscapedQuote(source, close)) close = source.indexOf('"', close + 1);
+      if (close === -1) return;
+      const pattern = patterns[which];
+      pattern.lastIndex = close + 1;
+      next[which] = pattern.test(source) ? pattern.lastIndex - 1 : -1;
+      let piece: string;
+      if (escaped) {
+        try {
+          const literal = Buffer.from(source.slice(open, close + 1), 'latin1').toString('utf8');
+          piece = Buffer.from(JSON.parse(literal) as string, 'utf8').toString('latin1');
+        } catch {
+          continue;
+        }
+      } else {
+        piece = source.slice(open + 1, close);
+      }
+      this.totalTextBytes += piece.length;
+      if (this.keptTextBytes < this.maxTextBytes) {
+        this.textParts.push(piece);
+        this.keptTextBytes += piece.length;
+      }
+    }
+  }
+
+  private estimateUsage(text: string): Usage {
+    let completion = countTokens(text);
+    if (this.totalTextBytes > this.keptTextBytes && this.keptTextBytes > 0) {
+      completion = Math.ceil((completion * this.totalTextBytes) / this.keptTextBytes);
+    }
+    return { prompt_tokens: 0, completion_tokens: completion, total_tokens: completion };
+  }
+}
+
+function isEscapedQuote(source: string, quote: number): boolean {
+  let backslashes = 0;
+  for (let position = quote - 1; position >= 0 && source.charCodeAt(position) === 92; position -= 1) backslashes += 1;
+  return backslashes % 2 === 1;
+}
+
+/** A JSON string value starting after a key (ids and fingerprints carry no escapes). */
+function readStringValue(buffer: Buffer, keyEnd: number, end: number): string | undefined {
+  const open = valueAfterKey(buffer, keyEnd, end);
+  if (open === -1 || buffer[open] !== QUOTE) return undefined;
+  const close = buffer.indexOf(QUOTE, open + 1);
+  if (close === -1 || close >= end) return undefined;
+  return buffer.toString('utf8', open + 1, close);
+}

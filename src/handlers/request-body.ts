@@ -1,0 +1,14 @@
+// JSON bodies of model calls: parsed once, an object or a 400 naming the problem.
+import { badRequest } from '../errors';
+import type { Exchange } from '../http';
+
+export async function readJsonObject(exchange: Exchange): Promise<Record<string, unknown>> {
+  const raw = await exchange.body();
+  if (raw.length === 0) throw badRequest('request body is empty: send a JSON object', undefined, 'invalid_json');
+  let value: unknown;
+  try { value = JSON.parse(raw.toString('utf8')); } catch {
+    throw badRequest('request body is not valid JSON', undefined, 'invalid_json');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw badRequest('request body must be a JSON object', undefined, 'invalid_json');
+  return value as Record<string, unknown>;
+}

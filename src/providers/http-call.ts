@@ -1,0 +1,66 @@
+// The one function every HTTP provider uses to call its upstream: undici Pool.request with the
+// channel's timeouts, abort signal, status mapping and bounded error bodies.
+import type { Readable } from 'node:stream';
+import { fromTransportError, fromUpstreamStatus } from '../upstream/transport-errors';
+import type { UpstreamCall, UpstreamAnswer, ProviderContext } from './types';
+
+const MAX_ERROR_BODY = 64 * 1024;
+
+async function readBounded(body: Readable, limit: number): Promise<string> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += (chunk as Buffer).length;
+    if (size > limit) { body.destroy(); break; }
+    parts.push(chunk as Buffer);
+  }
+  return Buffer.concat(parts).toString('utf8');
+}
+
+export interface HttpRequestSpec {
+  method: 'GET' | 'POST';
+  url: string;
+  headers: Record<string, string>;
+  body?: string | Buffer;
+}
+
+export async function callUpstream(context: ProviderContext, call: UpstreamCall, spec: HttpRequestSpec): Promise<UpstreamAnswer> {
+  const url = new URL(spec.url);
+  const pool = context.pools.get(url.origin, { connectMs: call.channel.timeouts.connectMs });
+  let response;
+  try {
+    response = await pool.request({
+      method: spec.method,
+      path: url.pathname + url.search,
+      headers: spec.headers,
+      body: spec.body,
+      signal: call.signal,
+      headersTimeout: call.channel.timeouts.firstByteMs,
+      bodyTimeout: call.channel.timeouts.idleMs,
+    });
+  } catch (error) {
+    throw fromTransportError(error, call.channel.name);
+  }
+  if (response.statusCode < 200 || response.statusCode >= 300) {
+    let text = '';
+    try { text = await readBounded(response.body, MAX_ERROR_BODY); } catch { /* the status says enough */ }
+    throw fromUpstreamStatus(response.statusCode, text, call.channel.name);
+  }
+  const contentType = response.headers['content-type'];
+  return { status: response.statusCode, contentType: Array.isArray(contentType) ? contentType[0] : contentType ?? '', body: response.body };
+}
+
+/** Reads a whole 2xx body, bounded; over the bound is an upstream error, not a crash. */
+export async function readAnswer(answer: UpstreamAnswer, limit: number): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of answer.body) {
+    size += (chunk as Buffer).length;
+    if (size > limit) {
+      answer.body.destroy();
+      throw Object.assign(new Error(`upstream response exceeds ${limit} bytes`), { code: 'UPSTREAM_TOO_LARGE' });
+    }
+    parts.push(chunk as Buffer);
+  }
+  return parts.length === 1 ? parts[0] : Buffer.concat(parts, size);
+}

@@ -1,0 +1,23 @@
+// Channel type → provider, as data. Adding an OpenAI-compatible vendor needs no code at all;
+// adding a new wire format adds one folder here and one line below.
+import type { ChannelType } from '../config';
+import { openaiProvider } from './openai';
+import { simulatorProvider } from './simulator';
+import type { Provider, ProviderContext, ProviderFactory } from './types';
+
+export type { JsonCall, MultipartCall, Provider, UpstreamAnswer, UpstreamCall } from './types';
+
+const FACTORIES: Partial<Record<ChannelType, ProviderFactory>> = {
+  openai: openaiProvider,
+  simulator: simulatorProvider,
+};
+
+export function registerProvider(type: ChannelType, factory: ProviderFactory): void {
+  FACTORIES[type] = factory;
+}
+
+export function createProviders(context: ProviderContext): Map<ChannelType, Provider> {
+  const providers = new Map<ChannelType, Provider>();
+  for (const [type, factory] of Object.entries(FACTORIES)) providers.set(type as ChannelType, factory!(context));
+  return providers;
+}

@@ -1,0 +1,26 @@
+// Any OpenAI-compatible upstream: `{base_url}/v1/...` with `Authorization: Bearer <channel key>`.
+// New compatible vendors are config, not code.
+import { callUpstream } from '../http-call';
+import type { JsonCall, MultipartCall, Provider, ProviderFactory, UpstreamCall } from '../types';
+
+function base(call: UpstreamCall): string {
+  // base_url may or may not already end in /v1
+  return call.channel.base_url.endsWith('/v1') ? call.channel.base_url : `${call.channel.base_url}/v1`;
+}
+
+function jsonHeaders(call: UpstreamCall): Record<string, string> {
+  return { 'content-type': 'application/json', authorization: `Bearer ${call.apiKey}`, ...call.headers };
+}
+
+export const openaiProvider: ProviderFactory = (context): Provider => ({
+  chatCompletions: (call: JsonCall) => callUpstream(context, call, {
+    method: 'POST', url: `${base(call)}/chat/completions`, headers: jsonHeaders(call), body: JSON.stringify(call.body),
+  }),
+  imageGenerations: (call: JsonCall) => callUpstream(context, call, {
+    method: 'POST', url: `${base(call)}/images/generations`, headers: jsonHeaders(call), body: JSON.stringify(call.body),
+  }),
+  imageEdits: (call: MultipartCall) => callUpstream(context, call, {
+    method: 'POST', url: `${base(call)}/images/edits`,
+    headers: { 'content-type': call.contentType, authorization: `Bearer ${call.apiKey}` }, body: call.body,
+  }),
+});

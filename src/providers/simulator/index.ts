@@ -1,0 +1,75 @@
+// The in-process `simulator` channel: deterministic answers in the real wire formats, paced by the
+// channel's first-token delay and tokens per second, so `npm start` answers model calls out of the
+// box. It goes through the same relay, billing and stream code as a real upstream.
+import { Readable } from 'node:stream';
+import { estimatePromptTokens } from '../../billing/tokens';
+import { simulateChatCompletion, simulateChatStream } from '../../formats/simulated-chat';
+import { simulateImages } from '../../formats/simulated-images';
+import type { JsonCall, MultipartCall, Provider, ProviderFactory, UpstreamAnswer } from '../types';
+
+function promptTokensOf(body: Record<string, unknown>): number {
+  const messages = Array.isArray(body.messages) ? body.messages : [];
+  return estimatePromptTokens(JSON.stringify(messages).length, messages.length);
+}
+
+function delay(ms: number, signal: AbortSignal): Promise<void> {
+  if (ms <= 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => { signal.removeEventListener('abort', onAbort); resolve(); }, ms);
+    const onAbort = () => { clearTimeout(timer); reject(Object.assign(new Error('aborted'), { name: 'AbortError' })); };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Emits pre-built SSE events: the first after the first-token delay, then at tokens_per_second. */
+function pacedStream(events: string[], firstDelayMs: number, tokensPerSecond: number, signal: AbortSignal): Readable {
+  const gapMs = tokensPerSecond > 0 ? 1000 / tokensPerSecond : 0;
+  let index = 0;
+  let timer: NodeJS.Timeout | null = null;
+  const stream = new Readable({
+    read() {
+      if (timer) return;
+      const push = () => {
+        timer = null;
+        if (index >= events.length) { stream.push(null); return; }
+        const more = stream.push(events[index++]);
+        if (more) timer = setTimeout(push, index === 0 ? firstDelayMs : gapMs);
+      };
+      timer = setTimeout(push, index === 0 ? firstDelayMs : gapMs);
+    },
+    destroy(error, callback) { if (timer) clearTimeout(timer); callback(error); },
+  });
+  signal.addEventListener('abort', () => stream.destroy(), { once: true });
+  return stream;
+}
+
+function jsonAnswer(value: unknown): UpstreamAnswer {
+  return { status: 200, contentType: 'application/json', body: Readable.from([Buffer.from(JSON.stringify(value))]) };
+}
+
+export const simulatorProvider: ProviderFactory = (): Provider => ({
+  async chatCompletions(call: JsonCall): Promise<UpstreamAnswer> {
+    const { first_token_delay_ms: firstDelay, tokens_per_second: tokensPerSecond } = call.channel.simulator;
+    const request = { ...call.body, model: call.upstreamModel } as Parameters<typeof simulateChatCompletion>[0];
+    const info = { promptTokens: promptTokensOf(call.body) };
+    if (call.stream) {
+      const includeUsage = (call.body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
+      const events = simulateChatStream(request, info, { includeUsage });
+      return { status: 200, contentType: 'text/event-stream', body: pacedStream(events, firstDelay, tokensPerSecond, call.signal) };
+    }
+    const completion = simulateChatCompletion(request, info) as { usage?: { completion_tokens?: number } };
+    const tokens = completion.usage?.completion_tokens ?? 0;
+    await delay(firstDelay + (tokensPerSecond > 0 ? (tokens * 1000) / tokensPerSecond : 0), call.signal);
+    return jsonAnswer(completion);
+  },
+  async imageGenerations(call: JsonCall): Promise<UpstreamAnswer> {
+    await delay(call.channel.simulator.first_token_delay_ms, call.signal);
+    const body = call.body as { n?: number; response_format?: 'url' | 'b64_json'; prompt?: string };
+    return jsonAnswer(simulateImages({ n: body.n ?? 1, responseFormat: body.response_format, prompt: String(body.prompt ?? '') }));
+  },
+  async imageEdits(call: MultipartCall): Promise<UpstreamAnswer> {
+    await delay(call.channel.simulator.first_token_delay_ms, call.signal);
+    const n = Number(/name="n"\r\n\r\n(\d+)/.exec(call.body.toString('latin1'))?.[1] ?? 1);
+    return jsonAnswer(simulateImages({ n, responseFormat: 'b64_json', prompt: 'edit' }));
+  },
+});

@@ -1,0 +1,52 @@
+// Providers are registered as data: a channel type names a provider; a provider implements the
+// capabilities it has as optional methods. Generic code never names a provider.
+import type { Readable } from 'node:stream';
+import type { ChannelConfig, ModelConfig } from '../config';
+import type { UpstreamPools } from '../upstream/pools';
+
+export interface UpstreamCall {
+  channel: ChannelConfig;
+  /** the channel key chosen for this call (keys are used in turn) */
+  apiKey: string;
+  /** the upstream's name for the model (after model_map) */
+  upstreamModel: string;
+  model: ModelConfig;
+  stream: boolean;
+  signal: AbortSignal;
+  /** extra request headers a dialect needs (anthropic-version, …) */
+  headers?: Record<string, string>;
+}
+
+export interface JsonCall extends UpstreamCall {
+  /** the request body, already in the provider's wire format, with the upstream model set */
+  body: Record<string, unknown>;
+}
+
+export interface MultipartCall extends UpstreamCall {
+  body: Buffer;
+  contentType: string;
+}
+
+/** A 2xx answer whose body has not been read yet. Non-2xx answers are thrown as GatewayError. */
+export interface UpstreamAnswer {
+  status: number;
+  contentType: string;
+  body: Readable;
+}
+
+export interface ProviderContext {
+  pools: UpstreamPools;
+}
+
+export interface Provider {
+  /** OpenAI chat completions wire format */
+  chatCompletions?(call: JsonCall): Promise<UpstreamAnswer>;
+  /** Anthropic messages wire format */
+  messages?(call: JsonCall): Promise<UpstreamAnswer>;
+  imageGenerations?(call: JsonCall): Promise<UpstreamAnswer>;
+  imageEdits?(call: MultipartCall): Promise<UpstreamAnswer>;
+  videoSubmit?(call: JsonCall): Promise<UpstreamAnswer>;
+  videoStatus?(call: UpstreamCall & { taskId: string }): Promise<UpstreamAnswer>;
+}
+
+export type ProviderFactory = (context: ProviderContext) => Provider;

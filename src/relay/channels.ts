@@ -1,0 +1,55 @@
+// Channel choice: highest priority first, weighted random within a priority; the rest of the list
+// is the failover order. Keys of a channel are used in turn.
+import type { ChannelConfig, Config } from '../config';
+
+export class ChannelSelector {
+  private readonly byModelGroup = new Map<string, ChannelConfig[]>();
+  private readonly keyTurn = new Map<string, number>();
+
+  constructor(private readonly config: Config) {}
+
+  private eligible(model: string, group: string): ChannelConfig[] {
+    const cacheKey = `${group}\u0000${model}`;
+    let list = this.byModelGroup.get(cacheKey);
+    if (!list) {
+      list = this.config.channels.filter((channel) => channel.models.includes(model) && channel.groups.includes(group));
+      this.byModelGroup.set(cacheKey, list);
+    }
+    return list;
+  }
+
+  /** Candidates in failover order (at most `attempts` long; channels repeat when there are fewer). */
+  order(model: string, group: string, attempts: number, random = Math.random): ChannelConfig[] {
+    const eligible = this.eligible(model, group);
+    if (eligible.length <= 1) return eligible.length === 0 ? [] : Array.from({ length: attempts }, () => eligible[0]);
+    const priorities = [...new Set(eligible.map((channel) => channel.priority))].sort((left, right) => right - left);
+    const ordered: ChannelConfig[] = [];
+    for (const priority of priorities) {
+      const pool = eligible.filter((channel) => channel.priority === priority);
+      while (pool.length > 0) {
+        const total = pool.reduce((sum, channel) => sum + Math.max(channel.weight, 0), 0);
+        let pick = 0;
+        if (total > 0) {
+          let point = random() * total;
+          for (pick = 0; pick < pool.length - 1; pick += 1) {
+            point -= Math.max(pool[pick].weight, 0);
+            if (point < 0) break;
+          }
+        }
+        ordered.push(pool.splice(pick, 1)[0]);
+      }
+    }
+    return Array.from({ length: attempts }, (_, index) => ordered[index % ordered.length]);
+  }
+
+  nextKey(channel: ChannelConfig): string {
+    if (channel.keys.length === 0) return '';
+    const turn = this.keyTurn.get(channel.name) ?? 0;
+    this.keyTurn.set(channel.name, turn + 1);
+    return channel.keys[turn % channel.keys.length];
+  }
+
+  upstreamModel(channel: ChannelConfig, model: string): string {
+    return channel.model_map[model] ?? model;
+  }
+}

@@ -1,0 +1,140 @@
+// POST /v1/chat/completions after the request checks: reserve → call (with failover) → stream or
+// answer → settle → record. Streams forward upstream bytes as they arrive; only the tail is rewritten.
+import type { Caller } from '../auth/api-key';
+import { estimateQuota, isPerCall, perCallQuota, usageQuota } from '../billing/pricing';
+import { countChatPromptTokens, countTokens, estimatePromptTokens } from '../billing/tokens';
+import type { ModelConfig } from '../config';
+import type { GatewayContext } from '../context';
+import { toGatewayError, type GatewayErrorShape } from '../errors';
+import type { ChatRequestInfo } from '../formats/openai-chat';
+import { withUpstreamOptions } from '../formats/openai-chat';
+import { OpenAIStreamTail, parseUsageFromChatResponse, type Usage } from '../formats/openai-stream-tail';
+import type { Exchange } from '../http';
+import { readAnswer } from '../providers/http-call';
+import { admit } from './admission';
+import { withFailover } from './failover';
+import { usageRecord } from './records';
+import { pipeStream, type PipeOutcome } from './stream-pipe';
+import { fromTransportError } from '../upstream/transport-errors';
+
+const JSON_HEADERS = { 'content-type': 'application/json' };
+/** bound on a non-stream upstream answer held in memory */
+const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+
+export interface ChatCall {
+  exchange: Exchange;
+  context: GatewayContext;
+  caller: Caller;
+  model: ModelConfig;
+  body: Record<string, unknown>;
+  info: ChatRequestInfo;
+}
+
+export function openAIErrorEvent(error: GatewayErrorShape): string {
+  return `data: ${JSON.stringify({ error: { message: error.message, type: error.type, param: null, code: error.code } })}\n\n`;
+}
+
+function cachedTokens(usage: Usage): number {
+  const details = usage.prompt_tokens_details as { cached_tokens?: unknown } | undefined;
+  return typeof details?.cached_tokens === 'number' ? details.cached_tokens : 0;
+}
+
+/** Estimated usage when the upstream reported none: the tokenizer over prompt and delivered text. */
+function localUsage(messages: unknown, completionText: string): Usage {
+  const prompt = countChatPromptTokens(Array.isArray(messages) ? messages : []);
+  const completion = countTokens(completionText);
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
+
+function completionTextOf(parsed: { choices?: { message?: { content?: unknown } }[] }): string {
+  return (parsed.choices ?? []).map((choice) => (typeof choice.message?.content === 'string' ? choice.message.content : '')).join('');
+}
+
+export async function relayChatCompletions(call: ChatCall): Promise<void> {
+  const { exchange, context, caller, model, body, info } = call;
+  const startedAt = Date.now();
+  const perCall = isPerCall(model);
+  const group = context.config.groups[caller.key.group] ?? context.config.groups.default;
+  const maxOutput = info.maxTokens ?? model.max_output_tokens;
+  const estimate = perCall
+    ? perCallQuota(model, info.n, group.ratio)
+    : estimateQuota(model, estimatePromptTokens(info.promptChars, info.messageCount, info.imageCount), maxOutput * info.n, group.ratio);
+  const admission = admit(context, caller, model, estimate);
+  const abort = new AbortController();
+  exchange.onAbort(() => abort.abort());
+  const maxTokensDefault = model.reasoning ? model.max_output_tokens : undefined;
+  let channelName = '';
+
+  const bill = (usage: Usage | undefined, source: 'upstream' | 'estimated', status: number, endReason: string, firstByteAt: number | null) => {
+    const quota = usage === undefined ? 0
+      : perCall ? perCallQuota(model, info.n, group.ratio)
+        : usageQuota(model, { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, cached_tokens: cachedTokens(usage) }, group.ratio);
+    context.ledger.settle(admission.reservation, quota, usageRecord({
+      caller, model, channel: channelName, endpoint: 'chat.completions', startedAt, firstByteAt,
+      promptTokens: usage?.prompt_tokens ?? 0, completionTokens: usage?.completion_tokens ?? 0, cacheReadTokens: usage ? cachedTokens(usage) : 0,
+      quota, status, endReason, usageSource: perCall ? 'per_call' : source, stream: info.stream,
+    }));
+  };
+
+  try {
+    if (!info.stream) {
+      const { result: bytes, attempt } = await withFailover(context, model, caller.key.group, (provider) => provider.chatCompletions !== undefined,
+        async (attempt) => {
+          channelName = attempt.channel.name;
+          const answer = await attempt.provider.chatCompletions!({
+            channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream: false, signal: abort.signal,
+            body: withUpstreamOptions(body, { model: attempt.upstreamModel, stream: false, maxTokensDefault }),
+          });
+          try { return await readAnswer(answer, MAX_ANSWER_BYTES); } catch (error) { throw fromTransportError(error, attempt.channel.name); }
+        }, abort.signal);
+      let text = bytes.toString('utf8');
+      let usage = parseUsageFromChatResponse(text);
+      let source: 'upstream' | 'estimated' = 'upstream';
+      if (!usage || attempt.upstreamModel !== model.id) {
+        let parsed: Record<string, unknown> & { choices?: { message?: { content?: unknown } }[] };
+        try { parsed = JSON.parse(text) as typeof parsed; } catch { throw fromTransportError(Object.assign(new Error('malformed upstream JSON'), { code: 'UPSTREAM_MALFORMED' }), attempt.channel.name); }
+        if (!usage) {
+          usage = localUsage(body.messages, completionTextOf(parsed));
+          source = 'estimated';
+          parsed.usage = usage;
+        }
+        parsed.model = model.id;
+        text = JSON.stringify(parsed);
+      }
+      bill(usage, source, 200, 'completed', Date.now());
+      exchange.respond(200, JSON_HEADERS, text);
+      return;
+    }
+
+    const tail = new OpenAIStreamTail({ model: model.id });
+    let finished: ReturnType<OpenAIStreamTail['finish']> | undefined;
+    const finishTail = () => (finished ??= tail.finish((text) => localUsage(body.messages, text)));
+    const { result: outcome } = await withFailover<PipeOutcome>(context, model, caller.key.group, (provider) => provider.chatCompletions !== undefined,
+      async (attempt) => {
+        channelName = attempt.channel.name;
+        const answer = await attempt.provider.chatCompletions!({
+          channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream: true, signal: abort.signal,
+          body: withUpstreamOptions(body, { model: attempt.upstreamModel, stream: true, maxTokensDefault }),
+        });
+        return pipeStream(exchange, answer.body, {
+          push: (chunk) => tail.push(chunk),
+          finish: () => {
+            const result = finishTail();
+            return result.finishReason === null && !result.sawDone
+              ? openAIErrorEvent({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${attempt.channel.name} ended the stream early` })
+              : result.tail;
+          },
+          fail: (error) => openAIErrorEvent(error),
+        }, abort, attempt.channel.name);
+      }, abort.signal);
+    const result = finishTail();
+    const endReason = outcome.endReason === 'completed' && !result.sawDone ? 'upstream_truncated' : outcome.endReason;
+    bill(result.usage, result.usageSource, outcome.error ? outcome.error.status : 200, endReason, outcome.firstByteAt);
+  } catch (error) {
+    const shape = toGatewayError(error);
+    bill(undefined, 'estimated', shape.status, exchange.aborted ? 'client_gone' : 'failed', null);
+    throw error;
+  } finally {
+    admission.release();
+  }
+}

@@ -1,0 +1,40 @@
+// Before the first byte reaches the client, a retryable failure (429, 5xx, connect errors,
+// timeouts, the channel's own bad credentials) moves on to the next channel, up to `retries` more.
+import type { ChannelConfig, ModelConfig } from '../config';
+import type { GatewayContext } from '../context';
+import { GatewayError, isGatewayError } from '../errors';
+import type { Provider } from '../providers/types';
+
+export interface Attempt { channel: ChannelConfig; provider: Provider; apiKey: string; upstreamModel: string }
+
+const NO_CHANNEL = (model: string, group: string) => new GatewayError({
+  status: 503, type: 'api_error', code: 'no_available_channel',
+  message: `no channel serves model ${model} for group "${group}"`,
+});
+
+/**
+ * Runs `call` on channels in failover order until one succeeds. `capable` filters channels whose
+ * provider lacks the capability. The last error is thrown when every attempt failed.
+ */
+export async function withFailover<T>(context: GatewayContext, model: ModelConfig, group: string,
+  capable: (provider: Provider) => boolean, call: (attempt: Attempt) => Promise<T>, signal: AbortSignal): Promise<{ result: T; attempt: Attempt }> {
+  const candidates = context.channels.order(model.id, group, context.config.retries + 1)
+    .filter((channel) => { const provider = context.providers.get(channel.type); return provider !== undefined && capable(provider); });
+  if (candidates.length === 0) throw NO_CHANNEL(model.id, group);
+  let lastError: unknown;
+  for (const channel of candidates) {
+    if (signal.aborted) break;
+    const attempt: Attempt = {
+      channel, provider: context.providers.get(channel.type)!, apiKey: context.channels.nextKey(channel),
+      upstreamModel: context.channels.upstreamModel(channel, model.id),
+    };
+    try {
+      return { result: await call(attempt), attempt };
+    } catch (error) {
+      lastError = error;
+      if (!isGatewayError(error) || !error.retryable) throw error;
+      context.log.warn({ channel: channel.name, code: error.code, status: error.status }, 'upstream attempt failed; trying the next channel');
+    }
+  }
+  throw lastError ?? NO_CHANNEL(model.id, group);
+}

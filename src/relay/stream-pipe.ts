@@ -1,0 +1,69 @@
+// Upstream bytes → client as they arrive: backpressure (a slow client pauses the upstream, so
+// memory stays bounded), abort propagation (client gone → upstream request aborted), one end reason.
+// A failure before the first byte reaches the client rejects, so the caller can fail over.
+import type { Readable } from 'node:stream';
+import type { GatewayErrorShape } from '../errors';
+import type { Exchange, Headers } from '../http';
+import { fromTransportError } from '../upstream/transport-errors';
+
+export interface StreamTransform {
+  /** bytes to forward now (null/empty = nothing yet) */
+  push(chunk: Buffer): Buffer | string | null;
+  /** tail at a normal end of the upstream body */
+  finish(): Buffer | string;
+  /** text of an error event once the client has received bytes */
+  fail(error: GatewayErrorShape): string;
+}
+
+export type EndReason = 'completed' | 'client_gone' | 'upstream_error';
+
+export interface PipeOutcome { endReason: EndReason; firstByteAt: number | null; error?: GatewayErrorShape }
+
+export const SSE_HEADERS: Headers = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache, no-transform',
+  'x-accel-buffering': 'no',
+};
+
+export function pipeStream(exchange: Exchange, body: Readable, transform: StreamTransform, abort: AbortController,
+  channel: string, headers: Headers = SSE_HEADERS): Promise<PipeOutcome> {
+  return new Promise((resolve, reject) => {
+    let started = false;
+    let firstByteAt: number | null = null;
+    let settled = false;
+    const settle = (outcome: PipeOutcome) => { if (!settled) { settled = true; resolve(outcome); } };
+    const send = (bytes: Buffer | string): boolean => {
+      if (!started) { started = true; firstByteAt = Date.now(); exchange.startStream(200, headers); }
+      return exchange.write(bytes);
+    };
+    exchange.onAbort(() => {
+      abort.abort();
+      body.destroy();
+      settle({ endReason: 'client_gone', firstByteAt });
+    });
+    body.on('data', (chunk: Buffer) => {
+      if (settled) return;
+      const out = transform.push(chunk);
+      if (out === null || out.length === 0) return;
+      if (!send(out)) {
+        body.pause();
+        exchange.onWritable(() => { if (!settled) body.resume(); });
+      }
+    });
+    body.on('end', () => {
+      if (settled) return;
+      const tail = transform.finish();
+      if (!started) { started = true; firstByteAt = Date.now(); exchange.startStream(200, headers); }
+      exchange.end(tail);
+      settle({ endReason: 'completed', firstByteAt });
+    });
+    body.on('error', (error: unknown) => {
+      if (settled) return;
+      if (exchange.aborted) { settle({ endReason: 'client_gone', firstByteAt }); return; }
+      const mapped = fromTransportError(error, channel);
+      if (!started) { settled = true; reject(mapped); return; }
+      exchange.end(transform.fail(mapped));
+      settle({ endReason: 'upstream_error', firstByteAt, error: mapped });
+    });
+  });
+}

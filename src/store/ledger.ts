@@ -1,0 +1,156 @@
+// Money in the store: quota leases to workers, batched charge commits with their usage records, and
+// the reaping of a dead worker's leases. Invariants kept in every transaction:
+//   key:     leased ≤ remain_quota (for capped keys), remain_quota ≥ 0
+//   account: leased ≤ balance,                        balance ≥ 0
+// so the sum of what all workers may spend never exceeds what remains.
+import type { Databases } from './database';
+import { nextId, writeNow } from './database';
+import type { AccountRecord, KeyRecord, LeaseHolder, UsageRecord } from './records';
+
+export interface LeaseAsk {
+  /** at least this much, or nothing */
+  need: number;
+  /** up to this much */
+  want: number;
+}
+
+export interface LeaseGrant {
+  key: { amount: number; epoch: number } | null;
+  account: { amount: number; epoch: number };
+}
+
+export type LeaseShortfall = { shortfall: 'key' | 'account' | 'gone'; available: number };
+
+export interface Charge {
+  keyId: number;
+  keyEpoch: number;
+  accountId: number;
+  accountEpoch: number;
+  quota: number;
+}
+
+function take(holder: LeaseHolder, workerId: string, amount: number): void {
+  holder.leases = { ...holder.leases, [workerId]: (holder.leases[workerId] ?? 0) + amount };
+  holder.leased += amount;
+}
+
+function release(holder: LeaseHolder, workerId: string, amount: number): void {
+  const current = holder.leases[workerId] ?? 0;
+  const returned = Math.min(current, amount);
+  const leases = { ...holder.leases };
+  if (current - returned <= 0) delete leases[workerId]; else leases[workerId] = current - returned;
+  holder.leases = leases;
+  holder.leased = Math.max(0, holder.leased - returned);
+}
+
+export class LedgerStore {
+  constructor(private readonly databases: Databases) {}
+
+  /**
+   * Leases quota to a worker from the key (unless unlimited) and the account, in one synchronous
+   * transaction that commits without waiting for the fsync. All or nothing.
+   */
+  acquire(workerId: string, keyId: number | null, keyAsk: LeaseAsk, accountId: number, accountAsk: LeaseAsk): LeaseGrant | LeaseShortfall {
+    const { keys, accounts, leaseIndex } = this.databases;
+    return writeNow(this.databases, () => {
+      let key: KeyRecord | undefined;
+      let keyAmount = 0;
+      if (keyId !== null) {
+        key = keys.get(keyId) as KeyRecord | undefined;
+        if (!key) return { shortfall: 'gone', available: 0 } as const;
+        if (!key.unlimited_quota) {
+          const free = key.remain_quota - key.leased;
+          if (free < keyAsk.need) return { shortfall: 'key', available: Math.max(0, free) } as const;
+          keyAmount = Math.max(keyAsk.need, Math.min(free, keyAsk.want));
+        }
+      }
+      const account = accounts.get(accountId) as AccountRecord | undefined;
+      if (!account) return { shortfall: 'gone', available: 0 } as const;
+      const accountFree = account.balance - account.leased;
+      if (accountFree < accountAsk.need) return { shortfall: 'account', available: Math.max(0, accountFree) } as const;
+      const accountAmount = Math.max(accountAsk.need, Math.min(accountFree, accountAsk.want));
+      if (key && keyAmount > 0) {
+        const updated = { ...key };
+        take(updated, workerId, keyAmount);
+        keys.putSync(key.id, updated);
+        leaseIndex.putSync([workerId, 'k', key.id], true);
+      }
+      if (accountAmount > 0) {
+        const updated = { ...account };
+        take(updated, workerId, accountAmount);
+        accounts.putSync(account.id, updated);
+        leaseIndex.putSync([workerId, 'a', account.id], true);
+      }
+      return {
+        key: key && !key.unlimited_quota ? { amount: keyAmount, epoch: key.epoch } : null,
+        account: { amount: accountAmount, epoch: account.epoch },
+      };
+    });
+  }
+
+  /**
+   * Commits settled charges and their usage records in one asynchronous transaction (never awaited
+   * by a response). A charge first consumes the worker's lease of the same epoch.
+   */
+  async commit(workerId: string, charges: Charge[], records: Omit<UsageRecord, 'id'>[]): Promise<void> {
+    const { keys, accounts, usage } = this.databases;
+    await this.databases.root.transaction(() => {
+      for (const charge of charges) {
+        const key = keys.get(charge.keyId) as KeyRecord | undefined;
+        if (key) {
+          const updated = { ...key, used_quota: key.used_quota + charge.quota };
+          if (!key.unlimited_quota) updated.remain_quota = Math.max(0, key.remain_quota - charge.quota);
+          if (key.epoch === charge.keyEpoch) release(updated, workerId, charge.quota);
+          updated.leased = Math.min(updated.leased, updated.unlimited_quota ? updated.leased : updated.remain_quota);
+          keys.putSync(key.id, updated);
+        }
+        const account = accounts.get(charge.accountId) as AccountRecord | undefined;
+        if (account) {
+          const updated = { ...account, used_quota: account.used_quota + charge.quota, balance: Math.max(0, account.balance - charge.quota) };
+          if (account.epoch === charge.accountEpoch) release(updated, workerId, charge.quota);
+          updated.leased = Math.min(updated.leased, updated.balance);
+          accounts.putSync(account.id, updated);
+        }
+      }
+      for (const record of records) {
+        const id = nextId(this.databases, 'usage');
+        usage.putSync([record.account_id, id], { ...record, id });
+      }
+    });
+  }
+
+  /** Gives back unused lease (idle worker, shutdown). */
+  async giveBack(workerId: string, kind: 'k' | 'a', id: number, epoch: number, amount: number): Promise<void> {
+    const database = kind === 'k' ? this.databases.keys : this.databases.accounts;
+    await this.databases.root.transaction(() => {
+      const holder = database.get(id) as (LeaseHolder & { id: number }) | undefined;
+      if (!holder || holder.epoch !== epoch) return;
+      const updated = { ...holder };
+      release(updated, workerId, amount);
+      database.putSync(id, updated);
+      if (!updated.leases[workerId]) this.databases.leaseIndex.removeSync([workerId, kind, id]);
+    });
+  }
+
+  /** Returns every lease of a worker that is gone (or of every worker, at supervisor start). */
+  async reap(workerId?: string): Promise<number> {
+    const { leaseIndex, keys, accounts } = this.databases;
+    return this.databases.root.transaction(() => {
+      let reaped = 0;
+      const range = workerId === undefined ? {} : { start: [workerId, '', 0] as [string, string, number], end: [workerId, '\uffff', 1e15] as [string, string, number] };
+      for (const indexKey of [...leaseIndex.getKeys(range)]) {
+        const [owner, kind, id] = indexKey;
+        const database = kind === 'k' ? keys : accounts;
+        const holder = database.get(id) as (LeaseHolder & { id: number }) | undefined;
+        if (holder && holder.leases[owner] !== undefined) {
+          const updated = { ...holder };
+          release(updated, owner, holder.leases[owner]);
+          database.putSync(id, updated);
+          reaped += 1;
+        }
+        leaseIndex.removeSync(indexKey);
+      }
+      return reaped;
+    });
+  }
+}
