@@ -59,6 +59,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   await bootstrapAdmin(store, config, log);
   const workerId = options.workerId ?? `${process.pid}-${randomBytes(4).toString('hex')}`;
   const pools = new UpstreamPools();
+  const taskPool = new TaskPool();
   const context: GatewayContext = {
     config,
     models: modelIndex(config),
@@ -69,8 +70,8 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     startedAt: Date.now(),
     ledger: new Ledger(store, workerId, log),
     channels: new ChannelSelector(config),
-    providers: createProviders({ pools }),
-    pool: new TaskPool(),
+    providers: createProviders({ pools, pool: taskPool, offloadThresholdBytes: config.offloadThresholdBytes, log }),
+    pool: taskPool,
   };
   const server: HttpServer = createHttpServer({
     host: config.listen.host,

@@ -6,8 +6,11 @@ import type { GatewayContext } from './context';
 import * as health from './handlers/health';
 import * as tokens from './handlers/tokens-api';
 import { chatCompletions } from './handlers/chat-completions';
+import { messages } from './handlers/messages';
 import { getModel, listModels } from './handlers/models';
 import { usageLog } from './handlers/usage-log';
+import { imageEdits, imageGenerations } from './handlers/images';
+import { videoStatus, videoSubmit } from './handlers/video';
 
 export type RouteHandler = (exchange: Exchange, params: string[], context: GatewayContext) => void | Promise<void>;
 
@@ -20,7 +23,8 @@ export interface Route {
   handler: RouteHandler;
 }
 
-export function routeTable(_context: GatewayContext): Route[] {
+export function routeTable(context: GatewayContext): Route[] {
+  const video = `/${context.config.video.vendor}/v1/api/video`;
   const routes: Route[] = [
     { method: 'GET', pattern: '/healthz', dialect: 'openai', bodyLimit: 'none', handler: health.healthz },
     { method: 'GET', pattern: '/api/token/', dialect: 'envelope', bodyLimit: 'none', handler: tokens.list },
@@ -32,8 +36,13 @@ export function routeTable(_context: GatewayContext): Route[] {
     { method: 'DELETE', pattern: '/api/token/:', dialect: 'envelope', bodyLimit: 'api', handler: tokens.remove },
     { method: 'GET', pattern: '/api/log/', dialect: 'envelope', bodyLimit: 'none', handler: usageLog },
     { method: 'POST', pattern: '/v1/chat/completions', dialect: 'openai', bodyLimit: 'model', handler: chatCompletions },
+    { method: 'POST', pattern: '/v1/messages', dialect: 'anthropic', bodyLimit: 'model', handler: messages },
     { method: 'GET', pattern: '/v1/models', dialect: 'openai', bodyLimit: 'none', handler: listModels },
     { method: 'GET', pattern: '/v1/models/:', dialect: 'openai', bodyLimit: 'none', handler: getModel },
+    { method: 'POST', pattern: '/v1/images/generations', dialect: 'openai', bodyLimit: 'model', handler: imageGenerations },
+    { method: 'POST', pattern: '/v1/images/edits', dialect: 'openai', bodyLimit: 'multipart', handler: imageEdits },
+    { method: 'POST', pattern: `${video}/submit`, dialect: 'video', bodyLimit: 'api', handler: videoSubmit },
+    { method: 'GET', pattern: `${video}/status/:`, dialect: 'video', bodyLimit: 'none', handler: videoStatus },
   ];
   return routes;
 }

@@ -6,6 +6,7 @@ import type { Config } from './config';
 import { createLogger, type Logger } from './log';
 import { bootstrapAdmin, startGateway } from './main';
 import { Store } from './store';
+import { startVideoPoller } from './relay/video-poller';
 
 export interface WorkerMessage { type: 'listening'; port: number; front: string }
 
@@ -95,11 +96,12 @@ export async function runSupervisor(config: Config, configPath: string | undefin
 /** Singleton jobs of the supervisor: the lease reaper (and, with video tasks, the task poller). */
 interface BackgroundJobs { workerExited(workerId: string): void; stop(): Promise<void> }
 
-async function startBackgroundJobs(store: Store, _config: Config, log: Logger): Promise<BackgroundJobs> {
+async function startBackgroundJobs(store: Store, config: Config, log: Logger): Promise<BackgroundJobs> {
   // No worker runs yet: every lease and concurrency slot on record belongs to a previous run.
   const reaped = await store.ledger.reap();
   store.counters.clearPrefix('slot:');
   if (reaped > 0) log.info({ reaped }, 'returned quota leases of a previous run');
+  const videoPoller = startVideoPoller(store, config, log);
   return {
     workerExited(workerId) {
       // Quota a dead worker had leased (its open reservations included) goes back to keys and accounts.
@@ -108,7 +110,7 @@ async function startBackgroundJobs(store: Store, _config: Config, log: Logger): 
         .then((count) => { if (count > 0) log.warn({ worker: workerId, leases: count }, 'refunded the leases of a dead worker'); })
         .catch((error: unknown) => log.error({ err: error }, 'reaping leases failed'));
     },
-    stop: async () => undefined,
+    stop: () => videoPoller.stop(),
   };
 }
 

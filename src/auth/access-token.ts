@@ -20,7 +20,7 @@ const READ_ONLY = new GatewayError({
 export function authenticateAccount(exchange: Exchange, store: Store, need: AccessScope): AccountAccess {
   const header = exchange.header('authorization')?.trim();
   if (!header) throw AUTH_REQUIRED;
-  const token = header.startsWith('Bearer ') ? header.slice(7).trim() : header;
+  const token = header.replace(/^bearer\s+/i, '');
   if (token === '' || token.length > 512) throw INVALID;
   const record = store.accounts.resolveAccessToken(tokenDigest(token).toString('hex'));
   if (!record || !store.accounts.get(record.account_id)) throw INVALID;

@@ -6,12 +6,14 @@
 // patterns and passed on untouched; only the handful of terminal events (a finish_reason, a usage
 // object, [DONE]) are parsed and held back. Inside JSON strings every quote is escaped, so a pattern
 // such as `_reason":"` cannot come from generated text; a false alarm only costs one JSON.parse.
-//
-// Completion text for local counting is not extracted per event either: the forwarded buffers are
-// kept (up to maxTextBytes of them) and scanned only when needed: when the upstream sent no usage,
-// or when the kept bytes pass the bound (then they are turned into text and released).
+// Completion text for local counting is not extracted per event either (see completion-text.ts).
 import { randomBytes } from 'node:crypto';
 import { countTokens } from '../billing/tokens';
+import { CompletionTextSample } from './completion-text';
+import {
+  HAS_CALLS, MAY_BE_TERMINAL, endsWithDone, eventData, holdsDone, lastEventEnd, nextEventEnd, readStringValue,
+  scanUnderscores, valueAfterKey,
+} from './openai-stream-scan';
 
 export interface Usage {
   prompt_tokens: number;
@@ -27,14 +29,14 @@ export interface StreamTailResult {
   usageSource: 'upstream' | 'estimated';
   finishReason: string | null;
   sawDone: boolean;
-  /** UTF-8 bytes of completion text (content, reasoning, tool arguments) seen; computed on first read. */
+  /** UTF-8 bytes of completion text (content, reasoning, tool arguments); scaled past maxTextBytes; computed on first read. */
   readonly completionTextBytes: number;
 }
 
 export interface StreamTailOptions {
   /** model name shown to the client in the rewritten tail */
   model: string;
-  /** bound on completion text kept for local counting (and on forwarded bytes kept to extract it) */
+  /** bound on forwarded bytes kept to extract completion text from for local counting (so on that text too) */
   maxTextBytes?: number;
 }
 
@@ -44,121 +46,12 @@ const IDENTITY_SCAN_PUSHES = 8;
 
 const LINE_FEED = 10;
 const CARRIAGE_RETURN = 13;
-const SPACE = 32;
-const QUOTE = 34;
-const COLON = 58;
-const UNDERSCORE = 95;
-const REASON_KEY = Buffer.from('reason"');
-const TOKENS_KEY = Buffer.from('tokens"');
-const DONE_MARK = Buffer.from('[DONE]');
-const DATA_FIELD = Buffer.from('data');
 const DONE_EVENT = 'data: [DONE]\n\n';
-const CALL_KEY = Buffer.from('call'); // tool_calls, function_call
-const EXTRACT_BATCH_BYTES = 64 * 1024;
 
 type JsonObject = Record<string, unknown>;
 
 function isObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function matchesAt(buffer: Buffer, position: number, bytes: Buffer): boolean {
-  if (position + bytes.length > buffer.length) return false;
-  for (let index = 0; index < bytes.length; index += 1) if (buffer[position + index] !== bytes[index]) return false;
-  return true;
-}
-
-/** Position of the first byte of the value after `"key"` ending at `position`, or -1. */
-function valueAfterKey(buffer: Buffer, position: number, end: number): number {
-  while (position < end && buffer[position] === SPACE) position += 1;
-  if (buffer[position] !== COLON) return -1;
-  position += 1;
-  while (position < end && buffer[position] === SPACE) position += 1;
-  return position < end ? position : -1;
-}
-
-const MAY_BE_TERMINAL = 1;
-const HAS_CALLS = 2;
-
-/**
- * Looks at every underscore in [start, end): a `finish_reason` with a string value or a `*_tokens`
- * key (every usage object has one) flags a possible terminal event (and stops the scan); a
- * `tool_calls` / `function_call` key flags that tool arguments are being streamed. One single-byte
- * search per underscore plus a few compares; no pattern search.
- */
-function scanUnderscores(buffer: Buffer, start: number, end: number): number {
-  let flags = 0;
-  let position = buffer.indexOf(UNDERSCORE, start);
-  while (position !== -1 && position < end) {
-    const after = position + 1;
-    if (matchesAt(buffer, after, REASON_KEY)) {
-      const value = valueAfterKey(buffer, after + REASON_KEY.length, end);
-      if (value !== -1 && buffer[value] === QUOTE) return flags | MAY_BE_TERMINAL;
-    } else if (matchesAt(buffer, after, TOKENS_KEY)) {
-      if (valueAfterKey(buffer, after + TOKENS_KEY.length, end) !== -1) return flags | MAY_BE_TERMINAL;
-    } else if (matchesAt(buffer, after, CALL_KEY)) {
-      flags |= HAS_CALLS;
-    }
-    position = buffer.indexOf(UNDERSCORE, after);
-  }
-  return flags;
-}
-
-/**
- * Whether the event ending at `end` is `data: [DONE]`. [DONE] is the last thing an upstream sends,
- * so only the last event of a push needs this O(1) look (every event does on the slow path).
- */
-function endsWithDone(buffer: Buffer, start: number, end: number): boolean {
-  while (end > start && (buffer[end - 1] === LINE_FEED || buffer[end - 1] === CARRIAGE_RETURN)) end -= 1;
-  let position = end - DONE_MARK.length;
-  if (position < start || !matchesAt(buffer, position, DONE_MARK)) return false;
-  position -= 1;
-  if (buffer[position] === SPACE) position -= 1;
-  if (buffer[position] !== COLON || !matchesAt(buffer, position - 4, DATA_FIELD)) return false;
-  position -= 5;
-  return position < start || buffer[position] === LINE_FEED || buffer[position] === CARRIAGE_RETURN;
-}
-
-/** End of the event that starts at or after `from` (just past its blank line), or -1. */
-function nextEventEnd(buffer: Buffer, from: number, end: number): number {
-  let position = buffer.indexOf(LINE_FEED, from);
-  while (position !== -1 && position < end) {
-    const next = buffer[position + 1];
-    if (next === LINE_FEED) return position + 2;
-    if (next === CARRIAGE_RETURN && buffer[position + 2] === LINE_FEED) return position + 3;
-    position = buffer.indexOf(LINE_FEED, position + 1);
-  }
-  return -1;
-}
-
-/** End of the last complete event in the buffer (0 if none); boundaries can only be at or after `from`. */
-function lastEventEnd(buffer: Buffer, from: number): number {
-  const length = buffer.length;
-  if (buffer[length - 1] === LINE_FEED
-    && (buffer[length - 2] === LINE_FEED || (buffer[length - 2] === CARRIAGE_RETURN && buffer[length - 3] === LINE_FEED))) {
-    return length;
-  }
-  let last = 0;
-  let position = Math.max(0, from - 2);
-  for (;;) {
-    const end = nextEventEnd(buffer, position, length);
-    if (end === -1) return last;
-    last = end;
-    position = end;
-  }
-}
-
-/** The joined `data:` lines of one event block (SSE field rules), or undefined if it has none. */
-function eventData(block: string): string | undefined {
-  let data: string | undefined;
-  for (const line of block.split(/\r\n|\r|\n/)) {
-    if (!line.startsWith('data')) continue;
-    const rest = line.slice(4);
-    if (rest.length > 0 && rest[0] !== ':') continue; // a field named e.g. "database"
-    const value = rest.startsWith(': ') ? rest.slice(2) : rest.slice(1);
-    data = data === undefined ? value : `${data}\n${value}`;
-  }
-  return data;
 }
 
 function hasDeltaContent(choice: unknown): boolean {
@@ -204,13 +97,11 @@ export function parseUsageFromChatResponse(body: Buffer | string): Usage | undef
 
 export class OpenAIStreamTail {
   private readonly model: string;
-  private readonly maxTextBytes: number;
   /** the incomplete last event, in the pieces it arrived in */
   private carry: Buffer[] = [];
   private carryBytes = 0;
   private done = false;
   private sawDone = false;
-  private sawToolCalls = false;
   private forwardedAny = false;
   private id: string | undefined;
   private created: number | undefined;
@@ -219,16 +110,11 @@ export class OpenAIStreamTail {
   private upstreamUsage: Usage | undefined;
   private readonly finishReasons = new Map<number, string>();
   private lastFinishReason: string | null = null;
-  // completion text: forwarded buffers not yet scanned, then extracted text
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
-  private readonly textParts: string[] = []; // raw UTF-8 bytes as latin1 strings, see extractText
-  private keptTextBytes = 0;
-  private totalTextBytes = 0;
+  private readonly text: CompletionTextSample;
 
   constructor(options: StreamTailOptions) {
     this.model = options.model;
-    this.maxTextBytes = options.maxTextBytes ?? DEFAULT_MAX_TEXT_BYTES;
+    this.text = new CompletionTextSample(options.maxTextBytes ?? DEFAULT_MAX_TEXT_BYTES);
   }
 
   get firstContentSeen(): boolean {
@@ -263,8 +149,8 @@ export class OpenAIStreamTail {
 
     let output: Buffer | null;
     const flags = scanUnderscores(buffer, 0, completeEnd);
-    if (flags & HAS_CALLS) this.sawToolCalls = true;
-    if ((flags & MAY_BE_TERMINAL) === 0 && !endsWithDone(buffer, 0, completeEnd)) {
+    if (flags & HAS_CALLS) this.text.withArguments = true;
+    if ((flags & MAY_BE_TERMINAL) === 0 && !holdsDone(buffer, completeEnd)) {
       output = completeEnd === buffer.length ? buffer : buffer.subarray(0, completeEnd);
     } else {
       output = this.processEvents(buffer, completeEnd);
@@ -295,8 +181,8 @@ export class OpenAIStreamTail {
       usage = this.upstreamUsage;
       usageSource = 'upstream';
     } else {
-      const text = this.completionText();
-      usage = fallbackUsage ? fallbackUsage(text) : this.estimateUsage(text);
+      const text = this.text.text();
+      usage = this.scaleUsage(fallbackUsage ? fallbackUsage(text) : { prompt_tokens: 0, completion_tokens: countTokens(text), total_tokens: 0 });
       usageSource = 'estimated';
     }
 
@@ -317,7 +203,7 @@ export class OpenAIStreamTail {
     }
     parts.push(Buffer.from(tail + DONE_EVENT));
 
-    const owner = this;
+    const sample = this.text;
     return {
       tail: parts.length === 1 ? parts[0] : Buffer.concat(parts),
       usage,
@@ -325,8 +211,7 @@ export class OpenAIStreamTail {
       finishReason: this.lastFinishReason,
       sawDone: this.sawDone,
       get completionTextBytes(): number {
-        owner.extractPending();
-        return owner.totalTextBytes;
+        return sample.bytes();
       },
     };
   }
@@ -340,7 +225,7 @@ export class OpenAIStreamTail {
       const eventEnd = nextEventEnd(buffer, eventStart, completeEnd);
       if (eventEnd === -1) break;
       const flags = scanUnderscores(buffer, eventStart, eventEnd);
-      if (flags & HAS_CALLS) this.sawToolCalls = true;
+      if (flags & HAS_CALLS) this.text.withArguments = true;
       if ((flags & MAY_BE_TERMINAL) !== 0 || endsWithDone(buffer, eventStart, eventEnd)) {
         const handled = this.handleTerminal(buffer.toString('utf8', eventStart, eventEnd));
         if (handled !== undefined) {
@@ -452,99 +337,13 @@ export class OpenAIStreamTail {
 
   private keep(output: Buffer): void {
     this.forwardedAny = true;
-    this.pending.push(output);
-    this.pendingBytes += output.length;
-    if (this.pendingBytes > this.maxTextBytes) this.extractPending();
+    this.text.add(output);
   }
 
-  private extractPending(): void {
-    // Converted in batches: V8 makes strings of a few hundred KB an order of magnitude slower than 64 KB ones.
-    let batch: Buffer[] = [];
-    let batchBytes = 0;
-    for (const buffer of this.pending) {
-      if (batchBytes > 0 && batchBytes + buffer.length > EXTRACT_BATCH_BYTES) {
-        this.extractText(batch.length === 1 ? batch[0] : Buffer.concat(batch, batchBytes));
-        batch = [];
-        batchBytes = 0;
-      }
-      batch.push(buffer);
-      batchBytes += buffer.length;
-    }
-    if (batchBytes > 0) this.extractText(batch.length === 1 ? batch[0] : Buffer.concat(batch, batchBytes));
-    this.pending = [];
-    this.pendingBytes = 0;
+  /** Completion counts from the kept text, scaled up when more was forwarded than kept. */
+  private scaleUsage(usage: Usage): Usage {
+    const scale = this.text.scale;
+    const completion = scale === 1 ? usage.completion_tokens : Math.ceil(usage.completion_tokens * scale);
+    return { ...usage, completion_tokens: completion, total_tokens: usage.prompt_tokens + completion };
   }
-
-  private completionText(): string {
-    this.extractPending();
-    return Buffer.from(this.textParts.join(''), 'latin1').toString('utf8');
-  }
-
-  /**
-   * Collects the `content` (and `reasoning_content`) string values of whole events, and `arguments`
-   * once tool calls were seen. Works on raw bytes held in a latin1 string (one char per byte):
-   * offsets are byte offsets, a piece's length is its UTF-8 size, and the pieces are decoded once
-   * at the end instead of one by one.
-   */
-  private extractText(buffer: Buffer): void {
-    const source = buffer.toString('latin1');
-    const patterns = this.sawToolCalls ? [/content": ?"/g, /arguments": ?"/g] : [/content": ?"/g];
-    const next = patterns.map((pattern) => (pattern.test(source) ? pattern.lastIndex - 1 : -1));
-    let nextBackslash = source.indexOf('\\');
-    for (;;) {
-      let which = -1;
-      for (let index = 0; index < next.length; index += 1) {
-        if (next[index] !== -1 && (which === -1 || next[index] < next[which])) which = index;
-      }
-      if (which === -1) return;
-      const open = next[which]; // the opening quote of the value
-      let close = source.indexOf('"', open + 1);
-      if (nextBackslash !== -1 && nextBackslash <= open) nextBackslash = source.indexOf('\\', open + 1);
-      const escaped = nextBackslash !== -1 && nextBackslash < close;
-      while (close !== -1 && escaped && isEscapedQuote(source, close)) close = source.indexOf('"', close + 1);
-      if (close === -1) return;
-      const pattern = patterns[which];
-      pattern.lastIndex = close + 1;
-      next[which] = pattern.test(source) ? pattern.lastIndex - 1 : -1;
-      let piece: string;
-      if (escaped) {
-        try {
-          const literal = Buffer.from(source.slice(open, close + 1), 'latin1').toString('utf8');
-          piece = Buffer.from(JSON.parse(literal) as string, 'utf8').toString('latin1');
-        } catch {
-          continue;
-        }
-      } else {
-        piece = source.slice(open + 1, close);
-      }
-      this.totalTextBytes += piece.length;
-      if (this.keptTextBytes < this.maxTextBytes) {
-        this.textParts.push(piece);
-        this.keptTextBytes += piece.length;
-      }
-    }
-  }
-
-  private estimateUsage(text: string): Usage {
-    let completion = countTokens(text);
-    if (this.totalTextBytes > this.keptTextBytes && this.keptTextBytes > 0) {
-      completion = Math.ceil((completion * this.totalTextBytes) / this.keptTextBytes);
-    }
-    return { prompt_tokens: 0, completion_tokens: completion, total_tokens: completion };
-  }
-}
-
-function isEscapedQuote(source: string, quote: number): boolean {
-  let backslashes = 0;
-  for (let position = quote - 1; position >= 0 && source.charCodeAt(position) === 92; position -= 1) backslashes += 1;
-  return backslashes % 2 === 1;
-}
-
-/** A JSON string value starting after a key (ids and fingerprints carry no escapes). */
-function readStringValue(buffer: Buffer, keyEnd: number, end: number): string | undefined {
-  const open = valueAfterKey(buffer, keyEnd, end);
-  if (open === -1 || buffer[open] !== QUOTE) return undefined;
-  const close = buffer.indexOf(QUOTE, open + 1);
-  if (close === -1 || close >= end) return undefined;
-  return buffer.toString('utf8', open + 1, close);
 }

@@ -22,6 +22,32 @@ export interface SimulationInfo {
   created?: number;
 }
 
+export interface SimulatedUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export interface SimulatedToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+export interface SimulatedCompletion {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: Array<{
+    index: number;
+    message: { role: 'assistant'; content: string | null; tool_calls?: SimulatedToolCall[] };
+    logprobs: null;
+    finish_reason: string;
+  }>;
+  usage: SimulatedUsage;
+}
+
 export const SIMULATED_SENTENCE = 'This is a deterministic answer from the Tollgate simulator.';
 const EXCERPT_CHARS = 40;
 const ARGUMENT_PIECE_CHARS = 8;
@@ -67,10 +93,10 @@ function firstFunctionName(tools: unknown[] | undefined): string | undefined {
 }
 
 interface Plan {
-  kind: 'text' | 'tool_call';
   /** word pieces (text) or argument pieces (tool call), already cut to max_tokens */
   pieces: string[];
   finishReason: 'stop' | 'length' | 'tool_calls';
+  /** set when the answer is a tool call */
   toolCall?: { id: string; name: string };
 }
 
@@ -79,13 +105,11 @@ function plan(request: SimulatedChatRequest): Plan {
   const userText = textOf(lastMessage(request.messages, 'user')?.content);
   const excerpt = Array.from(userText.replace(/\s+/g, ' ').trim()).slice(0, EXCERPT_CHARS).join('');
   const toolName = firstFunctionName(request.tools);
-  let kind: Plan['kind'] = 'text';
   let pieces: string[];
   let toolCall: Plan['toolCall'];
   const ratio = extractRatioMarker(userText);
   if (toolName !== undefined && lastMessage(request.messages)?.role === 'user') {
     // answer a fresh user turn with a call; after the tool's result the model answers in text
-    kind = 'tool_call';
     toolCall = { id: `call_${shortHash(`${toolName}\n${userText}`)}`, name: toolName };
     const argumentsText = JSON.stringify({ input: excerpt });
     pieces = [];
@@ -100,16 +124,16 @@ function plan(request: SimulatedChatRequest): Plan {
   }
   const limit = request.max_tokens;
   if (limit !== undefined && limit >= 0 && pieces.length > limit) {
-    return { kind, pieces: pieces.slice(0, limit), finishReason: 'length', toolCall };
+    return { pieces: pieces.slice(0, limit), finishReason: 'length', toolCall };
   }
-  return { kind, pieces, finishReason: kind === 'tool_call' ? 'tool_calls' : 'stop', toolCall };
+  return { pieces, finishReason: toolCall !== undefined ? 'tool_calls' : 'stop', toolCall };
 }
 
 function choiceCount(request: SimulatedChatRequest): number {
   return typeof request.n === 'number' && request.n >= 1 ? Math.floor(request.n) : 1;
 }
 
-function usageOf(planned: Plan, choices: number, promptTokens: number): JsonObject {
+function usageOf(planned: Plan, choices: number, promptTokens: number): SimulatedUsage {
   const completion = planned.pieces.length * choices;
   return { prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion };
 }
@@ -122,15 +146,15 @@ function identity(info: SimulationInfo): { id: string; created: number } {
 }
 
 /** A complete `chat.completion` object with usage. */
-export function simulateChatCompletion(request: SimulatedChatRequest, info: SimulationInfo): JsonObject {
+export function simulateChatCompletion(request: SimulatedChatRequest, info: SimulationInfo): SimulatedCompletion {
   const planned = plan(request);
-  const choices: JsonObject[] = [];
+  const choices: SimulatedCompletion['choices'] = [];
+  const joined = planned.pieces.join('');
   for (let index = 0; index < choiceCount(request); index += 1) {
-    const joined = planned.pieces.join('');
-    const message: JsonObject = planned.kind === 'tool_call'
+    const message: SimulatedCompletion['choices'][number]['message'] = planned.toolCall !== undefined
       ? {
         role: 'assistant', content: null,
-        tool_calls: [{ id: planned.toolCall!.id, type: 'function', function: { name: planned.toolCall!.name, arguments: joined } }],
+        tool_calls: [{ id: planned.toolCall.id, type: 'function', function: { name: planned.toolCall.name, arguments: joined } }],
       }
       : { role: 'assistant', content: joined };
     choices.push({ index, message, logprobs: null, finish_reason: planned.finishReason });
@@ -153,7 +177,7 @@ export function simulateChatStream(
   const { id, created } = identity(info);
   const count = choiceCount(request);
   const events: string[] = [];
-  const emit = (choices: JsonObject[], usage?: JsonObject): void => {
+  const emit = (choices: JsonObject[], usage?: SimulatedUsage): void => {
     const chunk: JsonObject = { id, object: 'chat.completion.chunk', created, model: request.model, choices };
     if (usage !== undefined) chunk.usage = usage;
     events.push(`data: ${JSON.stringify(chunk)}\n\n`);
@@ -162,17 +186,18 @@ export function simulateChatStream(
     [{ index, delta: value, logprobs: null, finish_reason: finishReason }]
   );
 
+  const call = planned.toolCall;
   for (let index = 0; index < count; index += 1) {
-    emit(delta(index, planned.kind === 'tool_call'
+    emit(delta(index, call !== undefined
       ? {
         role: 'assistant', content: null,
-        tool_calls: [{ index: 0, id: planned.toolCall!.id, type: 'function', function: { name: planned.toolCall!.name, arguments: '' } }],
+        tool_calls: [{ index: 0, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }],
       }
       : { role: 'assistant', content: '' }));
   }
   for (const piece of planned.pieces) {
     for (let index = 0; index < count; index += 1) {
-      emit(delta(index, planned.kind === 'tool_call'
+      emit(delta(index, call !== undefined
         ? { tool_calls: [{ index: 0, function: { arguments: piece } }] }
         : { content: piece }));
     }

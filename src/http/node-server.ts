@@ -103,6 +103,8 @@ class NodeExchange implements Exchange {
     if (this.finished) return;
     this.finished = true;
     if (this.server.draining || this.closeAfterAnswer) this.response.shouldKeepAlive = false;
+    // A known length instead of chunked framing, as the uWS front sends it.
+    this.response.setHeader('content-length', Buffer.byteLength(body));
     this.response.writeHead(status, headers);
     this.response.end(body);
     this.server.requestEnded();

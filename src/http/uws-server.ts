@@ -12,6 +12,8 @@ interface UwsResponse {
   writeHeader(key: string, value: string): UwsResponse;
   write(chunk: string | Uint8Array): boolean;
   end(body?: string | Uint8Array, closeConnection?: boolean): UwsResponse;
+  /** this build writes nothing at all when given arguments: call it bare, after a content-length header */
+  endWithoutBody(): UwsResponse;
   close(): UwsResponse;
   cork(callback: () => void): UwsResponse;
   onWritable(handler: (offset: number) => boolean): UwsResponse;
@@ -184,7 +186,9 @@ class UwsExchange implements Exchange {
     this.response.cork(() => {
       this.response.writeStatus(statusLine(status));
       for (const name in headers) this.response.writeHeader(name, headers[name]);
-      this.response.end(body, close);
+      // uWS would write the body after a HEAD answer too, and the client would read it as the next answer.
+      if (this.method === 'HEAD') this.response.writeHeader('content-length', String(Buffer.byteLength(body))).endWithoutBody();
+      else this.response.end(body, close);
     });
     this.server.requestEnded();
   }

@@ -27,6 +27,14 @@ export interface HttpRequestSpec {
 export async function callUpstream(context: ProviderContext, call: UpstreamCall, spec: HttpRequestSpec): Promise<UpstreamAnswer> {
   const url = new URL(spec.url);
   const pool = context.pools.get(url.origin, { connectMs: call.channel.timeouts.connectMs });
+  // undici's headersTimeout runs on its coarse (~0.5–1 s tick) timers, so a first-byte timeout of a
+  // few hundred ms would fire seconds late across failover attempts: keep an exact timer here.
+  const controller = new AbortController();
+  const forwardAbort = () => controller.abort(call.signal.reason);
+  if (call.signal.aborted) forwardAbort();
+  else call.signal.addEventListener('abort', forwardAbort, { once: true });
+  let timedOut = false;
+  const firstByteTimer = setTimeout(() => { timedOut = true; controller.abort(); }, call.channel.timeouts.firstByteMs);
   let response;
   try {
     response = await pool.request({
@@ -34,12 +42,15 @@ export async function callUpstream(context: ProviderContext, call: UpstreamCall,
       path: url.pathname + url.search,
       headers: spec.headers,
       body: spec.body,
-      signal: call.signal,
+      signal: controller.signal,
       headersTimeout: call.channel.timeouts.firstByteMs,
       bodyTimeout: call.channel.timeouts.idleMs,
     });
   } catch (error) {
-    throw fromTransportError(error, call.channel.name);
+    call.signal.removeEventListener('abort', forwardAbort);
+    throw fromTransportError(timedOut ? { code: 'UND_ERR_HEADERS_TIMEOUT' } : error, call.channel.name);
+  } finally {
+    clearTimeout(firstByteTimer);
   }
   if (response.statusCode < 200 || response.statusCode >= 300) {
     let text = '';

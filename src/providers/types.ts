@@ -2,6 +2,9 @@
 // capabilities it has as optional methods. Generic code never names a provider.
 import type { Readable } from 'node:stream';
 import type { ChannelConfig, ModelConfig } from '../config';
+import type { VideoTask } from '../formats/video';
+import type { Logger } from '../log';
+import type { TaskPool } from '../pool';
 import type { UpstreamPools } from '../upstream/pools';
 
 export interface UpstreamCall {
@@ -25,6 +28,13 @@ export interface JsonCall extends UpstreamCall {
 export interface MultipartCall extends UpstreamCall {
   body: Buffer;
   contentType: string;
+  /** images asked for (the form's `n`, already validated), so a provider need not re-parse the body */
+  n?: number;
+}
+
+/** Legacy video API calls: the upstream speaks it under `/<vendor>/v1/api/video/`. */
+export interface VideoCall extends UpstreamCall {
+  vendor: string;
 }
 
 /** A 2xx answer whose body has not been read yet. Non-2xx answers are thrown as GatewayError. */
@@ -36,6 +46,11 @@ export interface UpstreamAnswer {
 
 export interface ProviderContext {
   pools: UpstreamPools;
+  /** piscina pool for translating bodies above `offloadThresholdBytes`; without it everything is inline */
+  pool?: TaskPool;
+  offloadThresholdBytes?: number;
+  /** where translation warnings (fields with no counterpart) are logged */
+  log?: Logger;
 }
 
 export interface Provider {
@@ -45,8 +60,13 @@ export interface Provider {
   messages?(call: JsonCall): Promise<UpstreamAnswer>;
   imageGenerations?(call: JsonCall): Promise<UpstreamAnswer>;
   imageEdits?(call: MultipartCall): Promise<UpstreamAnswer>;
-  videoSubmit?(call: JsonCall): Promise<UpstreamAnswer>;
-  videoStatus?(call: UpstreamCall & { taskId: string }): Promise<UpstreamAnswer>;
+  videoSubmit?(call: JsonCall & VideoCall): Promise<UpstreamAnswer>;
+  videoStatus?(call: VideoCall & { taskId: string }): Promise<UpstreamAnswer>;
+  /**
+   * A provider that runs video tasks in-process (no upstream task to poll) advances a task by one
+   * poll here instead of answering videoStatus.
+   */
+  videoStep?(task: VideoTask, now: number): VideoTask;
 }
 
 export type ProviderFactory = (context: ProviderContext) => Provider;

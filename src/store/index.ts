@@ -5,12 +5,14 @@ import { KeyStore } from './keys';
 import { CounterStore } from './counters';
 import { LedgerStore } from './ledger';
 import { UsageStore } from './usage';
+import { TaskStore } from './tasks';
 
 export type { AccountRecord, AccessTokenRecord, AccessScope, KeyFields, KeyRecord, UsageRecord } from './records';
 export type { KeyPage } from './keys';
 export type { WindowHit } from './counters';
 export type { Charge, LeaseAsk, LeaseGrant, LeaseShortfall } from './ledger';
 export type { UsageFilter } from './usage';
+export type { StoredVideoTask, TaskRefund } from './tasks';
 
 export class Store {
   readonly accounts: AccountStore;
@@ -18,6 +20,7 @@ export class Store {
   readonly counters: CounterStore;
   readonly ledger: LedgerStore;
   readonly usage: UsageStore;
+  readonly tasks: TaskStore;
   private closed = false;
 
   constructor(readonly databases: Databases) {
@@ -26,6 +29,7 @@ export class Store {
     this.counters = new CounterStore(databases);
     this.ledger = new LedgerStore(databases);
     this.usage = new UsageStore(databases);
+    this.tasks = new TaskStore(databases);
   }
 
   static open(dataDir: string): Store {

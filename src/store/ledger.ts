@@ -43,8 +43,34 @@ function release(holder: LeaseHolder, workerId: string, amount: number): void {
   holder.leased = Math.max(0, holder.leased - returned);
 }
 
+/**
+ * Gives a committed charge back: the key's remain_quota (unless unlimited) and the account balance
+ * grow by `quota`, both used_quota shrink by it, and `record` (a negative-quota usage record, so
+ * used_quota stays the sum of the records) is appended. Must run inside a write transaction.
+ */
+export function creditRefund(databases: Databases, accountId: number, keyId: number, quota: number, record?: Omit<UsageRecord, 'id'>): void {
+  const { keys, accounts, usage } = databases;
+  const key = keys.get(keyId) as KeyRecord | undefined;
+  if (key) {
+    const updated = { ...key, used_quota: Math.max(0, key.used_quota - quota) };
+    if (!key.unlimited_quota) updated.remain_quota = key.remain_quota + quota;
+    keys.putSync(key.id, updated);
+  }
+  const account = accounts.get(accountId) as AccountRecord | undefined;
+  if (account) accounts.putSync(account.id, { ...account, used_quota: Math.max(0, account.used_quota - quota), balance: account.balance + quota });
+  if (record) {
+    const id = nextId(databases, 'usage');
+    usage.putSync([record.account_id, id], { ...record, id });
+  }
+}
+
 export class LedgerStore {
   constructor(private readonly databases: Databases) {}
+
+  /** A refund of an already committed charge (failed or timed-out video task), in one transaction. */
+  async refundCharge(accountId: number, keyId: number, quota: number, record?: Omit<UsageRecord, 'id'>): Promise<void> {
+    await this.databases.root.transaction(() => creditRefund(this.databases, accountId, keyId, quota, record));
+  }
 
   /**
    * Leases quota to a worker from the key (unless unlimited) and the account, in one synchronous

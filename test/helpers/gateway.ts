@@ -199,7 +199,7 @@ export function rawExchange(port: number, chunks: (string | Buffer)[], waitMs = 
   });
 }
 
-/** Splits a raw HTTP/1.1 answer into status, lower-case headers and body (no chunked decoding needed: we send content-length). */
+/** Splits a raw HTTP/1.1 answer into status, lower-case headers and body (chunked framing removed). */
 export function parseRawAnswer(raw: string): { status: number; headers: Record<string, string>; body: string } {
   const end = raw.indexOf('\r\n\r\n');
   const head = end === -1 ? raw : raw.slice(0, end);
@@ -209,10 +209,23 @@ export function parseRawAnswer(raw: string): { status: number; headers: Record<s
     const colon = line.indexOf(':');
     if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
   }
-  return { status: Number(statusLine.split(' ')[1] ?? 0), headers, body: end === -1 ? '' : raw.slice(end + 4) };
+  let body = end === -1 ? '' : raw.slice(end + 4);
+  if (/chunked/i.test(headers['transfer-encoding'] ?? '')) {
+    let decoded = '';
+    let offset = 0;
+    for (let guard = 0; guard < 10_000; guard += 1) {
+      const lineEnd = body.indexOf('\r\n', offset);
+      const size = lineEnd === -1 ? 0 : parseInt(body.slice(offset, lineEnd), 16);
+      if (!size) break;
+      decoded += body.slice(lineEnd + 2, lineEnd + 2 + size);
+      offset = lineEnd + 2 + size + 2;
+    }
+    body = decoded;
+  }
+  return { status: Number(statusLine.split(' ')[1] ?? 0), headers, body };
 }
 
-/** A second account with its own access token, created directly in the gateway's store. */
+/** An account (created when missing) and a fresh access token of `scope` for it, directly in the gateway's store. */
 export async function addAccount(test: TestGateway, name: string, scope: 'read' | 'write' = 'write'): Promise<{ id: number; token: string }> {
   const store = test.gateway.context.store;
   const created = await store.accounts.create(name, 'default', 0);

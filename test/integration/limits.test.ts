@@ -141,6 +141,17 @@ describe('limits on client input', { concurrency: true }, () => {
         }
       });
 
+      test('a HEAD answer has headers only: a request pipelined after it is answered intact', async () => {
+        const result = await rawExchange(gateway.port, [
+          'HEAD /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\nGET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n',
+        ]);
+        const head = parseRawAnswer(result.text);
+        assert.equal(head.status, 200);
+        assert.ok(Number(head.headers['content-length']) > 0);
+        assert.match(head.body, /^HTTP\/1\.1 200 /, 'the next bytes are the second answer, not a body');
+        assert.equal(JSON.parse(parseRawAnswer(head.body).body).status, 'ok');
+      });
+
       test('a wrong method is 405 JSON with an Allow header', async () => {
         for (const [method, path, allowed] of [['PATCH', '/api/token/', 'GET, POST, PUT'], ['DELETE', '/api/token/', 'GET, POST, PUT'],
           ['PUT', '/api/token/7', 'GET, DELETE'], ['GET', '/api/token/7/key', 'POST'], ['POST', '/healthz', 'GET']]) {

@@ -75,6 +75,7 @@ for (const front of FRONTS) {
       test('the token is accepted bare and with a Bearer prefix', async () => {
         succeeded(await api('GET', '/api/token/'));
         succeeded(await api('GET', '/api/token/', { token: `Bearer ${token}` }));
+        succeeded(await api('GET', '/api/token/', { token: `bearer  ${token}` }));
       });
 
       test('a read-only token reads but gets 403 (no write permission) on create, update, status, delete and reveal', async () => {
@@ -111,8 +112,10 @@ for (const front of FRONTS) {
         assert.match(data.key, MASKED);
         for (const [field, value] of Object.entries(DEFAULTS)) assert.deepEqual(data[field], value, field);
         assert.equal(data.model_limits, undefined);
-        const second = await createKey();
+        const second = succeeded(await call(gateway.url, 'POST', '/api/token/', { token }));   // no body at all
+        for (const [field, value] of Object.entries(DEFAULTS)) assert.deepEqual(second[field], value, field);
         assert.ok(second.id > data.id, 'ids increase');
+        assert.notEqual(second.key, data.key);
       });
 
       test('given fields are kept; unknown fields are ignored', async () => {
@@ -159,7 +162,8 @@ for (const front of FRONTS) {
         ];
         for (const [body, pattern] of cases) refused(await api('POST', '/api/token/', { body }), pattern);
         assert.equal((await createKey({ remain_quota: 5e14 })).remain_quota, 5e14, 'the maximum itself is allowed');
-        assert.equal(succeeded(await api('GET', '/api/token/')).total, before + 1, 'no refused create stored a key');
+        assert.equal((await createKey({ name: 'n'.repeat(50) })).name, 'n'.repeat(50), 'a 50-character name is allowed');
+        assert.equal(succeeded(await api('GET', '/api/token/')).total, before + 2, 'no refused create stored a key');
       });
     });
 

@@ -4,7 +4,7 @@ import { validateChatRequest, withUpstreamOptions } from '../../src/formats/open
 import { renderError, type GatewayErrorShape } from '../../src/errors';
 
 const user = (content: unknown) => ({ role: 'user', content });
-const base = (extra: Record<string, unknown> = {}) => ({ model: 'gpt-4o-mini', messages: [user('Hello there')], ...extra });
+const base = (extra: Record<string, unknown> = {}): Record<string, unknown> => ({ model: 'gpt-4o-mini', messages: [user('Hello there')], ...extra });
 
 function rejection(body: unknown): GatewayErrorShape {
   try {

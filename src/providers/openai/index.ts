@@ -1,6 +1,7 @@
 // Any OpenAI-compatible upstream: `{base_url}/v1/...` with `Authorization: Bearer <channel key>`.
 // New compatible vendors are config, not code.
 import { callUpstream } from '../http-call';
+import { messagesOverChat } from '../translated-messages';
 import type { JsonCall, MultipartCall, Provider, ProviderFactory, UpstreamCall } from '../types';
 
 function base(call: UpstreamCall): string {
@@ -16,6 +17,9 @@ export const openaiProvider: ProviderFactory = (context): Provider => ({
   chatCompletions: (call: JsonCall) => callUpstream(context, call, {
     method: 'POST', url: `${base(call)}/chat/completions`, headers: jsonHeaders(call), body: JSON.stringify(call.body),
   }),
+  messages: messagesOverChat(context, (call, body) => callUpstream(context, call, {
+    method: 'POST', url: `${base(call)}/chat/completions`, headers: jsonHeaders(call), body,
+  })),
   imageGenerations: (call: JsonCall) => callUpstream(context, call, {
     method: 'POST', url: `${base(call)}/images/generations`, headers: jsonHeaders(call), body: JSON.stringify(call.body),
   }),

@@ -5,7 +5,9 @@ import { Readable } from 'node:stream';
 import { estimatePromptTokens } from '../../billing/tokens';
 import { simulateChatCompletion, simulateChatStream } from '../../formats/simulated-chat';
 import { simulateImages } from '../../formats/simulated-images';
-import type { JsonCall, MultipartCall, Provider, ProviderFactory, UpstreamAnswer } from '../types';
+import { newTaskId, simulateVideoStep, type VideoTask } from '../../formats/video';
+import { messagesOverChat } from '../translated-messages';
+import type { JsonCall, MultipartCall, Provider, ProviderContext, ProviderFactory, UpstreamAnswer, VideoCall } from '../types';
 
 function promptTokensOf(body: Record<string, unknown>): number {
   const messages = Array.isArray(body.messages) ? body.messages : [];
@@ -47,7 +49,13 @@ function jsonAnswer(value: unknown): UpstreamAnswer {
   return { status: 200, contentType: 'application/json', body: Readable.from([Buffer.from(JSON.stringify(value))]) };
 }
 
-export const simulatorProvider: ProviderFactory = (): Provider => ({
+/** /v1/messages is answered the way an OpenAI-compatible upstream answers it: through translation. */
+function withTranslatedMessages(context: ProviderContext, provider: Provider): Provider {
+  const chatCompletions = provider.chatCompletions!;
+  return { ...provider, messages: messagesOverChat(context, (call, bodyText) => chatCompletions({ ...call, body: JSON.parse(bodyText) })) };
+}
+
+export const simulatorProvider: ProviderFactory = (context): Provider => withTranslatedMessages(context, {
   async chatCompletions(call: JsonCall): Promise<UpstreamAnswer> {
     const { first_token_delay_ms: firstDelay, tokens_per_second: tokensPerSecond } = call.channel.simulator;
     const request = { ...call.body, model: call.upstreamModel } as Parameters<typeof simulateChatCompletion>[0];
@@ -69,7 +77,13 @@ export const simulatorProvider: ProviderFactory = (): Provider => ({
   },
   async imageEdits(call: MultipartCall): Promise<UpstreamAnswer> {
     await delay(call.channel.simulator.first_token_delay_ms, call.signal);
-    const n = Number(/name="n"\r\n\r\n(\d+)/.exec(call.body.toString('latin1'))?.[1] ?? 1);
-    return jsonAnswer(simulateImages({ n, responseFormat: 'b64_json', prompt: 'edit' }));
+    return jsonAnswer(simulateImages({ n: call.n ?? 1, responseFormat: 'b64_json', prompt: 'edit' }));
   },
+  // Video tasks run in the gateway itself: submit accepts at once, the poller calls videoStep.
+  async videoSubmit(call: JsonCall & VideoCall): Promise<UpstreamAnswer> {
+    await delay(call.channel.simulator.first_token_delay_ms, call.signal);
+    const taskId = newTaskId(call.upstreamModel);
+    return jsonAnswer({ success: true, data: { taskId, status: 'processing', message: 'Task submitted to the simulator' } });
+  },
+  videoStep: (task: VideoTask, now: number): VideoTask => simulateVideoStep(task, now),
 });

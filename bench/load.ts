@@ -1,0 +1,249 @@
+// Load scenarios: autocannon for throughput and latency, a small undici loop for time to first
+// streamed byte, and raw sockets for idle keep-alive connections. Latency percentiles come from
+// every response's own timing (autocannon's histogram rounds to whole milliseconds, too coarse for
+// sub-millisecond targets).
+import autocannon from 'autocannon';
+import { connect, type Socket } from 'node:net';
+import { Client } from 'undici';
+
+export interface Endpoint {
+  /** full URL of the chat completions endpoint */
+  url: string;
+  headers: Record<string, string>;
+}
+
+export type ScenarioId = 'chat-1' | 'stream-1' | 'chat-50' | 'stream-50';
+
+export interface Scenario { id: ScenarioId; label: string; stream: boolean; connections: number }
+
+export function scenarios(throughputConnections: number): Scenario[] {
+  return [
+    { id: 'chat-1', label: 'non-stream, 1 connection', stream: false, connections: 1 },
+    { id: 'stream-1', label: 'stream, 1 connection', stream: true, connections: 1 },
+    { id: 'chat-50', label: `non-stream, ${throughputConnections} connections`, stream: false, connections: throughputConnections },
+    { id: 'stream-50', label: `stream, ${throughputConnections} connections`, stream: true, connections: throughputConnections },
+  ];
+}
+
+export function chatBody(model: string, stream: boolean): string {
+  return JSON.stringify({
+    model,
+    messages: [
+      { role: 'system', content: 'You are a helpful assistant.' },
+      { role: 'user', content: 'Say hello in one short sentence.' },
+    ],
+    ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+  });
+}
+
+export interface Percentiles { p50: number; p90: number; p99: number; mean: number; max: number; count: number }
+
+/** Growable list of float samples (milliseconds). */
+export class Samples {
+  private values = new Float64Array(4096);
+  length = 0;
+
+  push(value: number): void {
+    if (this.length === this.values.length) {
+      const grown = new Float64Array(this.values.length * 2);
+      grown.set(this.values);
+      this.values = grown;
+    }
+    this.values[this.length++] = value;
+  }
+
+  percentiles(): Percentiles {
+    const sorted = this.values.slice(0, this.length).sort();
+    const at = (quantile: number) => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(quantile * sorted.length) - 1))]);
+    let sum = 0;
+    for (const value of sorted) sum += value;
+    return { p50: at(0.5), p90: at(0.9), p99: at(0.99), mean: sorted.length ? sum / sorted.length : 0, max: at(1), count: sorted.length };
+  }
+}
+
+export interface LoadResult {
+  connections: number;
+  durationSeconds: number;
+  /** 2xx responses */
+  ok: number;
+  requestsPerSecond: number;
+  latencyMs: Percentiles;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  bytesPerSecond: number;
+}
+
+function cannon(options: autocannon.Options, onResponse?: (status: number, milliseconds: number) => void): Promise<autocannon.Result> {
+  return new Promise((resolve, reject) => {
+    const instance = autocannon(options, (error, result) => (error ? reject(error) : resolve(result)));
+    if (onResponse) instance.on('response', (_client, status, _bytes, milliseconds) => onResponse(status, milliseconds));
+  });
+}
+
+/** A warm-up run (discarded), then the measured run; both bounded in time. */
+export async function runLoad(endpoint: Endpoint, body: string, connections: number, durationSeconds: number, warmupSeconds: number): Promise<LoadResult> {
+  const base: autocannon.Options = {
+    url: endpoint.url, method: 'POST', headers: { 'content-type': 'application/json', ...endpoint.headers },
+    body, connections, pipelining: 1, timeout: 10,
+  };
+  if (warmupSeconds > 0) await cannon({ ...base, duration: warmupSeconds });
+  const latencies = new Samples();
+  const result = await cannon({ ...base, duration: durationSeconds }, (status, milliseconds) => {
+    if (status >= 200 && status < 300) latencies.push(milliseconds);
+  });
+  const ok = result['2xx'];
+  return {
+    connections, durationSeconds: result.duration, ok,
+    requestsPerSecond: ok / result.duration,
+    latencyMs: latencies.percentiles(),
+    non2xx: result.non2xx, errors: result.errors, timeouts: result.timeouts,
+    bytesPerSecond: result.throughput.average,
+  };
+}
+
+export interface FirstByteResult extends Percentiles {
+  /** responses that were not 200 or did not end with data: [DONE] */
+  bad: number;
+}
+
+/**
+ * Time from sending a streaming request to its first body byte, one connection, one request at a
+ * time. Bounded by a count and a time limit.
+ */
+export async function measureFirstByte(endpoint: Endpoint, body: string, count: number, maxSeconds: number, warmup = 50): Promise<FirstByteResult> {
+  const url = new URL(endpoint.url);
+  const client = new Client(url.origin, { pipelining: 1, keepAliveTimeout: 30_000 });
+  const headers = { 'content-type': 'application/json', ...endpoint.headers };
+  const samples = new Samples();
+  let bad = 0;
+  const deadline = Date.now() + maxSeconds * 1000;
+  try {
+    for (let index = 0; index < warmup + count && Date.now() < deadline; index += 1) {
+      const started = process.hrtime.bigint();
+      const response = await client.request({ method: 'POST', path: url.pathname + url.search, headers, body });
+      let firstByte: bigint | null = null;
+      let tail = '';
+      await new Promise<void>((resolve, reject) => {
+        response.body.on('data', (chunk: Buffer) => {
+          firstByte ??= process.hrtime.bigint();
+          tail = (tail + chunk.toString('latin1')).slice(-64);
+        });
+        response.body.once('end', resolve);
+        response.body.once('error', reject);
+      });
+      if (response.statusCode !== 200 || !tail.includes('[DONE]') || firstByte === null) { bad += 1; continue; }
+      if (index >= warmup) samples.push(Number((firstByte as bigint) - started) / 1e6);
+    }
+  } finally {
+    await client.close().catch(() => client.destroy());
+  }
+  return { ...samples.percentiles(), bad };
+}
+
+/** Checks one answer of each kind before measuring, so a broken target fails loudly, not as a fast table. */
+export async function checkEndpoint(endpoint: Endpoint, model: string): Promise<void> {
+  const url = new URL(endpoint.url);
+  const client = new Client(url.origin);
+  try {
+    for (const stream of [false, true]) {
+      const response = await client.request({
+        method: 'POST', path: url.pathname + url.search, headers: { 'content-type': 'application/json', ...endpoint.headers }, body: chatBody(model, stream),
+      });
+      const text = await response.body.text();
+      const expected = stream ? '[DONE]' : '"choices"';
+      if (response.statusCode !== 200 || !text.includes(expected)) {
+        throw new Error(`${endpoint.url} answered ${response.statusCode} to a ${stream ? 'stream' : 'non-stream'} request: ${text.slice(0, 300)}`);
+      }
+    }
+  } finally {
+    await client.close().catch(() => client.destroy());
+  }
+}
+
+export interface IdleReport {
+  requested: number;
+  connected: number;
+  /** answered 200 to their GET /healthz */
+  answered: number;
+  errors: number;
+  errorCodes: Record<string, number>;
+  /** closed by the server while they should have been held open */
+  closedByServer: number;
+  /** still open when the throughput scenario ended */
+  stillOpen: number;
+  openSeconds: number;
+}
+
+/** Keep-alive connections that each send one GET /healthz and then stay idle. */
+export class IdleConnections {
+  private readonly sockets = new Set<Socket>();
+  private connected = 0;
+  private answered = 0;
+  private errors = 0;
+  private closedByServer = 0;
+  private readonly errorCodes: Record<string, number> = {};
+  private closing = false;
+  private openedAt = 0;
+
+  constructor(private readonly url: string, private readonly count: number) {}
+
+  /** Opens them at most `parallel` at a time; resolves when each has answered or failed (bounded). */
+  async open(parallel = 250, timeoutMs = 60_000): Promise<void> {
+    const target = new URL(this.url);
+    const port = Number(target.port || 80);
+    const request = `GET /healthz HTTP/1.1\r\nHost: ${target.host}\r\nConnection: keep-alive\r\n\r\n`;
+    const deadline = Date.now() + timeoutMs;
+    let next = 0;
+    const openOne = () => new Promise<void>((resolve) => {
+      const socket = connect({ host: target.hostname, port });
+      this.sockets.add(socket);
+      let settled = false;
+      let answeredThis = false;
+      const settle = () => { if (!settled) { settled = true; resolve(); } };
+      socket.setNoDelay(true);
+      socket.once('connect', () => { this.connected += 1; socket.write(request); });
+      socket.on('data', (chunk: Buffer) => {
+        if (!answeredThis) {
+          answeredThis = true;
+          if (chunk.toString('latin1', 0, 12) === 'HTTP/1.1 200') this.answered += 1;
+          else this.countError('non-200 answer');
+          settle();
+        }
+      });
+      socket.on('error', (error: NodeJS.ErrnoException) => { this.countError(error.code ?? error.message); settle(); });
+      socket.on('close', () => {
+        this.sockets.delete(socket);
+        if (!this.closing && answeredThis) this.closedByServer += 1;
+        settle();
+      });
+    });
+    const lanes = Array.from({ length: Math.min(parallel, this.count) }, async () => {
+      while (next < this.count && Date.now() < deadline) {
+        next += 1;
+        await openOne();
+      }
+    });
+    await Promise.all(lanes);
+    this.openedAt = Date.now();
+  }
+
+  private countError(code: string): void {
+    this.errors += 1;
+    this.errorCodes[code] = (this.errorCodes[code] ?? 0) + 1;
+  }
+
+  report(): IdleReport {
+    return {
+      requested: this.count, connected: this.connected, answered: this.answered, errors: this.errors,
+      errorCodes: { ...this.errorCodes }, closedByServer: this.closedByServer, stillOpen: this.sockets.size,
+      openSeconds: this.openedAt ? (Date.now() - this.openedAt) / 1000 : 0,
+    };
+  }
+
+  close(): void {
+    this.closing = true;
+    for (const socket of this.sockets) socket.destroy();
+    this.sockets.clear();
+  }
+}

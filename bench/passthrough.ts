@@ -1,0 +1,168 @@
+// The baseline of the benchmark: the least any gateway on this stack must do. uWS in front, the same
+// undici Pool settings as Tollgate's upstream client behind, no auth, no validation, no billing.
+// It forwards status, content-type and body bytes; bodies of unknown length are streamed chunk by
+// chunk with backpressure (uWS write() false → pause the upstream body, resume in onWritable).
+//
+// CLI: node dist/bench/passthrough.js --port N --upstream URL [--exit-with-stdin]   → prints {"url":"http://127.0.0.1:PORT"}
+import type { Readable } from 'node:stream';
+import { Pool } from 'undici';
+import { loadUws, statusLine } from '../src/http/uws-server';
+
+interface Response {
+  writeStatus(status: string): Response;
+  writeHeader(key: string, value: string): Response;
+  write(chunk: Uint8Array): boolean;
+  end(body?: Uint8Array | string): Response;
+  cork(callback: () => void): Response;
+  onWritable(handler: (offset: number) => boolean): Response;
+  onAborted(handler: () => void): Response;
+  onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): Response;
+}
+interface Request {
+  getMethod(): string;
+  getUrl(): string;
+  getQuery(): string | undefined;
+  getHeader(name: string): string;
+}
+interface App {
+  any(pattern: string, handler: (response: Response, request: Request) => void): App;
+  listen(host: string, port: number, callback: (socket: unknown) => void): App;
+}
+interface Uws { App(): App; us_socket_local_port(socket: unknown): number; us_listen_socket_close(socket: unknown): void }
+
+const EMPTY = Buffer.alloc(0);
+
+export interface PassthroughOptions { host?: string; port?: number; upstream: string; exitWithStdin?: boolean }
+
+export interface Passthrough { url: string; close(): Promise<void> }
+
+export function startPassthrough(options: PassthroughOptions): Promise<Passthrough> {
+  const uws = loadUws(16 * 1024) as unknown as Uws;
+  const upstream = new URL(options.upstream);
+  const pool = new Pool(upstream.origin, { connections: 256, pipelining: 1, keepAliveTimeout: 30_000 });
+  const basePath = upstream.pathname.replace(/\/$/, '');
+  const host = options.host ?? '127.0.0.1';
+
+  const app = uws.App().any('/*', (response, request) => {
+    // everything from `request` must be read before returning (uWS reuses it)
+    const method = request.getMethod().toUpperCase();
+    const query = request.getQuery();
+    const path = basePath + request.getUrl() + (query ? `?${query}` : '');
+    const contentType = request.getHeader('content-type');
+    const authorization = request.getHeader('authorization');
+    const length = request.getHeader('content-length');
+    const hasBody = (length !== '' && length !== '0') || request.getHeader('transfer-encoding') !== '';
+    const controller = new AbortController();
+    let aborted = false;
+    response.onAborted(() => { aborted = true; controller.abort(); });
+
+    const forward = (body: Buffer | undefined) => {
+      const headers: Record<string, string> = {};
+      if (contentType) headers['content-type'] = contentType;
+      if (authorization) headers.authorization = authorization;
+      pool.request({ method: method as 'POST', path, headers, body, signal: controller.signal })
+        .then((answer) => relay(response, answer.statusCode, answer.headers, answer.body, () => aborted))
+        .catch(() => {
+          if (aborted) return;
+          response.cork(() => { response.writeStatus('502 Bad Gateway').end('upstream error'); });
+        });
+    };
+    if (!hasBody) { forward(undefined); return; }
+    const parts: Buffer[] = [];
+    response.onData((chunk, isLast) => {
+      parts.push(Buffer.from(new Uint8Array(chunk.slice(0))));
+      if (isLast) forward(parts.length === 1 ? parts[0] : Buffer.concat(parts));
+    });
+  });
+
+  return new Promise((resolve, reject) => {
+    app.listen(host, options.port ?? 0, (socket) => {
+      if (!socket) { reject(new Error(`cannot listen on ${host}:${options.port ?? 0}`)); return; }
+      const port = uws.us_socket_local_port(socket);
+      resolve({
+        url: `http://${host}:${port}`,
+        close: async () => { uws.us_listen_socket_close(socket); await pool.close().catch(() => pool.destroy()); },
+      });
+    });
+  });
+}
+
+function relay(response: Response, status: number, headers: Record<string, string | string[] | undefined>,
+  body: Readable, isAborted: () => boolean): void {
+  const contentType = headers['content-type'];
+  const type = Array.isArray(contentType) ? contentType[0] : contentType;
+  const writeHead = () => {
+    response.writeStatus(statusLine(status));
+    if (type) response.writeHeader('content-type', type);
+  };
+
+  if (headers['content-length'] !== undefined) {
+    // a known length: one corked answer, as any proxy would send it
+    const parts: Buffer[] = [];
+    body.on('data', (chunk: Buffer) => parts.push(chunk));
+    body.on('end', () => {
+      if (isAborted()) return;
+      response.cork(() => { writeHead(); response.end(parts.length === 1 ? parts[0] : Buffer.concat(parts)); });
+    });
+    body.on('error', () => { if (!isAborted()) response.cork(() => response.end()); });
+    return;
+  }
+
+  let headWritten = false;
+  body.on('data', (chunk: Buffer) => {
+    if (isAborted()) { body.destroy(); return; }
+    let writable = true;
+    response.cork(() => {
+      if (!headWritten) { headWritten = true; writeHead(); }
+      writable = response.write(chunk);
+    });
+    if (!writable) {
+      body.pause();
+      response.onWritable(() => { body.resume(); return true; });
+    }
+  });
+  body.on('end', () => {
+    if (isAborted()) return;
+    response.cork(() => {
+      if (!headWritten) { headWritten = true; writeHead(); }
+      response.end(EMPTY);
+    });
+  });
+  body.on('error', () => { if (!isAborted()) response.cork(() => response.end()); });
+}
+
+function parseArguments(argv: string[]): PassthroughOptions {
+  let port = 0;
+  let upstream: string | undefined;
+  let host: string | undefined;
+  let exitWithStdin = false;
+  for (let index = 0; index < argv.length; index += 1) {
+    const argument = argv[index];
+    if (argument === '--port') port = Number(argv[++index]);
+    else if (argument === '--upstream') upstream = argv[++index];
+    else if (argument === '--host') host = argv[++index];
+    else if (argument === '--exit-with-stdin') exitWithStdin = true;
+    else throw new Error(`unknown argument ${argument}`);
+  }
+  if (!upstream) throw new Error('--upstream URL is required');
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error('--port needs an integer 0–65535');
+  return { port, upstream, host, exitWithStdin };
+}
+
+async function main(): Promise<void> {
+  const options = parseArguments(process.argv.slice(2));
+  const server = await startPassthrough(options);
+  process.stdout.write(`${JSON.stringify({ url: server.url })}\n`);
+  const stop = () => { server.close().then(() => process.exit(0), () => process.exit(1)); };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  // the benchmark starts it with a pipe on stdin: if the benchmark dies, do not linger as an orphan
+  if (options.exitWithStdin) process.stdin.on('end', stop).on('error', stop).resume();
+}
+
+if (require.main === module) {
+  main().catch((error: unknown) => {
+    process.stderr.write(`passthrough: ${(error as Error).message}\n`);
+    process.exit(1);
+  });
+}

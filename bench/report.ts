@@ -1,0 +1,218 @@
+// The benchmark's output: the machine it ran on, the measured table, the targets of issue 6 as
+// PASS/FAIL lines with the measured ratio, written as JSON and Markdown under bench/results/.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism, release } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { FirstByteResult, IdleReport, LoadResult, Scenario, ScenarioId } from './load';
+
+/** bench/results/ of the source tree (this file runs from dist/bench/). */
+export const RESULTS_DIR = resolve(__dirname, '..', '..', 'bench', 'results');
+
+export interface Machine { cpu: string; cores: number; node: string; kernel: string; commit: string }
+
+export function describeMachine(): Machine {
+  let cpu = 'unknown';
+  try {
+    const match = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'));
+    if (match) cpu = match[1].trim();
+  } catch { /* not Linux */ }
+  let commit = 'unknown';
+  try {
+    const root = resolve(__dirname, '..', '..');
+    commit = execFileSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const dirty = execFileSync('git', ['-C', root, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    if (dirty) commit += ' (with uncommitted changes)';
+  } catch { /* not a git checkout */ }
+  return { cpu, cores: availableParallelism(), node: process.version, kernel: `${process.platform} ${release()}`, commit };
+}
+
+export interface TargetRun {
+  id: 'mock' | 'passthrough' | 'tollgate' | 'target';
+  label: string;
+  url: string;
+  scenarios: Partial<Record<ScenarioId, LoadResult>>;
+  firstByte?: FirstByteResult;
+  /** peak RSS per process of this target, KiB */
+  memory: { process: string; peakKb: number }[];
+  idle?: IdleReport;
+}
+
+export interface Check { name: string; measured: string; target: string; pass: boolean }
+
+export interface SoakReport {
+  requestedRequests: number;
+  completedRequests: number;
+  ok: number;
+  failed: number;
+  seconds: number;
+  requestsPerSecond: number;
+  checkpointRequests: number;
+  checkpointRssKb: number;
+  finalRssKb: number;
+  finalAnonKb: number;
+  checkpointAnonKb: number;
+  peakRssKb: number;
+  /** one sample per second: seconds since start, requests done, worker RSS KiB */
+  samples: { seconds: number; requests: number; rssKb: number; anonKb: number }[];
+  stoppedByTimeLimit: boolean;
+}
+
+export interface RunReport {
+  kind: 'compare' | 'target' | 'soak';
+  startedAt: string;
+  command: string;
+  machine: Machine;
+  placement: string;
+  settings: Record<string, number | string | boolean>;
+  scenarios: Scenario[];
+  targets: TargetRun[];
+  checks: Check[];
+  notes: string[];
+  soak?: SoakReport;
+}
+
+const number = (value: number, digits = 0) => value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const ms = (value: number | undefined) => (value === undefined ? '–' : number(value, 3));
+const mib = (kib: number) => `${number(kib / 1024, 1)} MiB`;
+const percent = (ratio: number) => `${number(ratio * 100, 1)}%`;
+
+/** The issue's targets, from a run against all three targets. */
+export function evaluateTargets(targets: TargetRun[]): { checks: Check[]; notes: string[] } {
+  const byId = new Map(targets.map((target) => [target.id, target]));
+  const mock = byId.get('mock');
+  const baseline = byId.get('passthrough');
+  const tollgate = byId.get('tollgate');
+  const checks: Check[] = [];
+  const notes: string[] = [];
+  if (!mock || !baseline || !tollgate) return { checks, notes };
+
+  const throughput = (id: ScenarioId, label: string, minimum: number) => {
+    const ours = tollgate.scenarios[id];
+    const base = baseline.scenarios[id];
+    if (!ours || !base) return;
+    const ratio = base.requestsPerSecond > 0 ? ours.requestsPerSecond / base.requestsPerSecond : 0;
+    checks.push({
+      name: `${label} throughput, Tollgate ÷ pass-through`, measured: `${percent(ratio)} (${number(ours.requestsPerSecond)} ÷ ${number(base.requestsPerSecond)} req/s)`,
+      target: `≥ ${percent(minimum)}`, pass: ratio >= minimum && ours.non2xx === 0 && ours.errors === 0,
+    });
+    const ceiling = mock.scenarios[id];
+    if (ceiling && ceiling.requestsPerSecond > 0) notes.push(`${label} throughput, pass-through ÷ mock direct: ${percent(base.requestsPerSecond / ceiling.requestsPerSecond)}`);
+  };
+  throughput('chat-50', 'non-stream', 0.8);
+  throughput('stream-50', 'stream', 0.75);
+
+  const added = (id: ScenarioId, label: string) => {
+    const ours = tollgate.scenarios[id];
+    const direct = mock.scenarios[id];
+    const base = baseline.scenarios[id];
+    if (!ours || !direct) return;
+    const p50 = ours.latencyMs.p50 - direct.latencyMs.p50;
+    const p99 = ours.latencyMs.p99 - direct.latencyMs.p99;
+    checks.push({ name: `${label}, 1 connection: added p50 latency over the mock`, measured: `${ms(p50)} ms`, target: '≤ 0.35 ms', pass: p50 <= 0.35 });
+    checks.push({ name: `${label}, 1 connection: added p99 latency over the mock`, measured: `${ms(p99)} ms`, target: '≤ 1 ms', pass: p99 <= 1 });
+    if (base) notes.push(`${label}, 1 connection: the pass-through adds p50 ${ms(base.latencyMs.p50 - direct.latencyMs.p50)} ms, p99 ${ms(base.latencyMs.p99 - direct.latencyMs.p99)} ms over the mock`);
+  };
+  added('chat-1', 'non-stream');
+  added('stream-1', 'stream (whole response)');
+
+  if (tollgate.firstByte && mock.firstByte) {
+    const p50 = tollgate.firstByte.p50 - mock.firstByte.p50;
+    checks.push({
+      name: 'stream: added time to first byte (p50) over the mock', measured: `${ms(p50)} ms (p99 ${ms(tollgate.firstByte.p99 - mock.firstByte.p99)} ms)`,
+      target: '≤ 0.5 ms', pass: p50 <= 0.5 && tollgate.firstByte.bad === 0,
+    });
+    if (baseline.firstByte) notes.push(`stream: the pass-through adds ${ms(baseline.firstByte.p50 - mock.firstByte.p50)} ms to the first byte (p50)`);
+  }
+
+  const idle = tollgate.idle;
+  if (idle) {
+    const pass = idle.answered === idle.requested && idle.errors === 0 && idle.stillOpen === idle.requested;
+    checks.push({
+      name: 'idle keep-alive connections held during the throughput scenarios',
+      measured: `${number(idle.answered)} answered, ${number(idle.stillOpen)} still open after ${number(idle.openSeconds, 0)} s, ${idle.errors} errors, ${idle.closedByServer} closed by the server`,
+      target: `${number(idle.requested)} open, 0 errors`, pass,
+    });
+  }
+  return { checks, notes };
+}
+
+export function checkLines(checks: Check[]): string[] {
+  return checks.map((check) => `${check.pass ? 'PASS' : 'FAIL'}  ${check.name}: ${check.measured} (target ${check.target})`);
+}
+
+export function renderMarkdown(report: RunReport): string {
+  const lines: string[] = [];
+  const title = report.kind === 'soak' ? 'Tollgate soak benchmark' : report.kind === 'target' ? 'Benchmark of an external endpoint' : 'Tollgate benchmark';
+  lines.push(`# ${title}`, '');
+  lines.push(`- Run: ${report.startedAt}, commit ${report.machine.commit}`);
+  lines.push(`- Machine: ${report.machine.cpu}, ${report.machine.cores} cores, ${report.machine.kernel}, Node ${report.machine.node}`);
+  lines.push(`- Command: \`${report.command}\``);
+  lines.push(`- CPU placement: ${report.placement}`);
+  const settings = Object.entries(report.settings).map(([name, value]) => `${name} ${value}`).join(', ');
+  lines.push(`- Settings: ${settings}`);
+  for (const note of report.notes) lines.push(`- ${note}`);
+  lines.push('');
+
+  if (report.targets.some((target) => Object.keys(target.scenarios).length > 0)) {
+    lines.push('| scenario | target | req/s | p50 ms | p90 ms | p99 ms | non-2xx | errors |', '|---|---|---:|---:|---:|---:|---:|---:|');
+    for (const scenario of report.scenarios) {
+      for (const target of report.targets) {
+        const result = target.scenarios[scenario.id];
+        if (!result) continue;
+        lines.push(`| ${scenario.label} | ${target.label} | ${number(result.requestsPerSecond)} | ${ms(result.latencyMs.p50)} | ${ms(result.latencyMs.p90)} | ${ms(result.latencyMs.p99)} | ${result.non2xx} | ${result.errors} |`);
+      }
+    }
+    lines.push('');
+  }
+
+  const firstBytes = report.targets.filter((target) => target.firstByte);
+  if (firstBytes.length > 0) {
+    lines.push('Time to first streamed byte (1 connection, one request at a time):', '');
+    lines.push('| target | requests | p50 ms | p90 ms | p99 ms | bad answers |', '|---|---:|---:|---:|---:|---:|');
+    for (const target of firstBytes) {
+      const result = target.firstByte!;
+      lines.push(`| ${target.label} | ${result.count} | ${ms(result.p50)} | ${ms(result.p90)} | ${ms(result.p99)} | ${result.bad} |`);
+    }
+    lines.push('');
+  }
+
+  const memory = report.targets.flatMap((target) => target.memory.map((entry) => ({ target: target.label, ...entry })));
+  if (memory.length > 0) {
+    lines.push('Peak RSS (VmHWM, and the RSS sampled every 0.5 s):', '');
+    lines.push('| target | process | peak RSS |', '|---|---|---:|');
+    for (const entry of memory) lines.push(`| ${entry.target} | ${entry.process} | ${mib(entry.peakKb)} |`);
+    lines.push('');
+  }
+
+  if (report.soak) {
+    const soak = report.soak;
+    lines.push('| soak | value |', '|---|---:|');
+    lines.push(`| requests done (of ${number(soak.requestedRequests)}) | ${number(soak.completedRequests)} (${number(soak.failed)} failed) |`);
+    lines.push(`| time, rate | ${number(soak.seconds, 0)} s, ${number(soak.requestsPerSecond)} req/s |`);
+    lines.push(`| worker RSS after ${number(soak.checkpointRequests)} requests | ${mib(soak.checkpointRssKb)} (anonymous ${mib(soak.checkpointAnonKb)}) |`);
+    lines.push(`| worker RSS at the end | ${mib(soak.finalRssKb)} (anonymous ${mib(soak.finalAnonKb)}) |`);
+    lines.push(`| worker peak RSS | ${mib(soak.peakRssKb)} |`);
+    if (soak.stoppedByTimeLimit) lines.push('| stopped by the time limit | yes |');
+    lines.push('');
+  }
+
+  if (report.checks.length > 0) {
+    lines.push('| check | measured | target | result |', '|---|---|---|---|');
+    for (const check of report.checks) lines.push(`| ${check.name} | ${check.measured} | ${check.target} | ${check.pass ? 'PASS' : '**FAIL**'} |`);
+    lines.push('');
+  }
+  return lines.join('\n');
+}
+
+/** Writes `<timestamp>.json` and `latest.md`; returns their paths. */
+export function writeResults(report: RunReport, markdown: string): { json: string; markdown: string } {
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const stamp = report.startedAt.replace(/[:.]/g, '-');
+  const suffix = report.kind === 'compare' ? '' : `-${report.kind}`;
+  const jsonPath = join(RESULTS_DIR, `${stamp}${suffix}.json`);
+  const markdownPath = join(RESULTS_DIR, report.kind === 'compare' ? 'latest.md' : `latest-${report.kind}.md`);
+  writeFileSync(jsonPath, `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(markdownPath, `${markdown}\n`);
+  return { json: jsonPath, markdown: markdownPath };
+}

@@ -1,0 +1,276 @@
+// `npm run bench`: Tollgate against its physical baseline in one run (DESIGN §6, issue 6).
+//   default        (a) mock upstream direct, (b) minimal uWS + undici pass-through, (c) Tollgate
+//   --target URL --key KEY [--model M]   the same scenarios against any OpenAI-compatible endpoint
+//   --soak [--requests N]                N mixed requests through Tollgate, worker RSS watched
+//   --micro                              tinybench micro benchmarks (bench/micro.ts)
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { checkEndpoint, chatBody, IdleConnections, measureFirstByte, runLoad, scenarios, type Endpoint, type Scenario } from './load';
+import { ChildProcesses, choosePlacement, MemorySampler, pinSelf, readMemory, type Placement } from './processes';
+import {
+  checkLines, describeMachine, evaluateTargets, renderMarkdown, writeResults, type Check, type RunReport, type TargetRun,
+} from './report';
+import { runMicro } from './micro';
+import { runSoak, soakChecks } from './soak';
+import { BENCH_MODEL, startMock, startPassthroughProcess, startTollgate, type Tollgate } from './targets';
+
+const USAGE = `npm run bench -- [options]
+  --duration S        measured seconds per scenario (default 10)
+  --warmup S          warm-up seconds before each scenario (default 2)
+  --connections N     connections of the throughput scenarios (default 50)
+  --idle N            idle keep-alive connections held against Tollgate meanwhile (default 5000; 0 = off)
+  --ttfb-requests N   streaming requests timed to their first byte (default 2000, at most 15 s)
+  --chunks N          content chunks per mock stream (default 20)
+  --gateway-cpus L    CPU list of the gateway under test (default 0)
+  --client-cpus L     CPU list of the mock and the load generator (default 1)
+  --target URL --key KEY [--model M]   benchmark any OpenAI-compatible endpoint instead
+  --soak [--requests N] [--max-seconds S]   N mixed requests through Tollgate (default 1,000,000, 3600 s)
+  --micro             micro benchmarks (tinybench)`;
+
+interface Options {
+  duration: number; warmup: number; connections: number; idle: number; idleGiven: boolean; ttfbRequests: number; chunks: number;
+  gatewayCpus?: string; clientCpus?: string; target?: string; key?: string; model?: string;
+  soak: boolean; requests: number; maxSeconds: number; micro: boolean;
+}
+
+function positive(name: string, text: string | undefined, fallback: number, allowZero = false): number {
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!Number.isFinite(value) || value < 0 || (!allowZero && value === 0)) throw new Error(`--${name} needs a ${allowZero ? 'non-negative' : 'positive'} number`);
+  return value;
+}
+
+function parseOptions(argv: string[]): Options {
+  const { values } = parseArgs({
+    args: argv, strict: true, allowPositionals: false,
+    options: {
+      duration: { type: 'string' }, warmup: { type: 'string' }, connections: { type: 'string' }, idle: { type: 'string' },
+      'ttfb-requests': { type: 'string' }, chunks: { type: 'string' }, 'gateway-cpus': { type: 'string' }, 'client-cpus': { type: 'string' },
+      target: { type: 'string' }, key: { type: 'string' }, model: { type: 'string' },
+      soak: { type: 'boolean' }, requests: { type: 'string' }, 'max-seconds': { type: 'string' }, micro: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) { process.stdout.write(`${USAGE}\n`); process.exit(0); }
+  if (values.target && !values.key) throw new Error('--target needs --key');
+  return {
+    duration: positive('duration', values.duration, 10),
+    warmup: positive('warmup', values.warmup, 2, true),
+    connections: Math.round(positive('connections', values.connections, 50)),
+    idle: Math.round(positive('idle', values.idle, values.target ? 0 : 5000, true)),
+    idleGiven: values.idle !== undefined,
+    ttfbRequests: Math.round(positive('ttfb-requests', values['ttfb-requests'], 2000, true)),
+    chunks: Math.round(positive('chunks', values.chunks, 20, true)),
+    gatewayCpus: values['gateway-cpus'], clientCpus: values['client-cpus'],
+    target: values.target, key: values.key, model: values.model,
+    soak: values.soak === true,
+    requests: Math.round(positive('requests', values.requests, 1_000_000)),
+    maxSeconds: positive('max-seconds', values['max-seconds'], 3600),
+    micro: values.micro === true,
+  };
+}
+
+/** The command line as typed, with the key hidden (reports are shared). */
+function commandLine(argv: string[]): string {
+  const shown = argv.map((argument, index) => (argv[index - 1] === '--key' ? '<key>' : argument.startsWith('--key=') ? '--key=<key>' : argument));
+  const prefix = process.env.npm_lifecycle_event === 'bench' ? 'npm run bench' : 'node dist/bench/run.js';
+  return shown.length > 0 ? `${prefix} ${prefix.startsWith('npm') ? '-- ' : ''}${shown.join(' ')}` : prefix;
+}
+
+/** The soft limit on open files of this process (the gateway inherits the same). */
+function openFileLimit(): number {
+  try {
+    const match = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    if (match) return match[1] === 'unlimited' ? Number.MAX_SAFE_INTEGER : Number(match[1]);
+  } catch { /* not Linux */ }
+  return 1024;
+}
+
+function chatEndpoint(base: string, key?: string): Endpoint {
+  const url = new URL(base);
+  let path = url.pathname.replace(/\/+$/, '');
+  if (!path.endsWith('/chat/completions')) path += path.endsWith('/v1') ? '/chat/completions' : '/v1/chat/completions';
+  url.pathname = path;
+  return { url: url.toString(), headers: key ? { authorization: `Bearer ${key}` } : {} };
+}
+
+function log(line: string): void { process.stderr.write(`${line}\n`); }
+
+interface Measure { options: Options; scenarioList: Scenario[]; model: string }
+
+/** The scenarios against one target; idle connections (if any) are held during the throughput ones. */
+async function measureTarget(run: TargetRun, endpoint: Endpoint, measure: Measure, idleCount: number, idleUrl?: string): Promise<void> {
+  const { options, scenarioList, model } = measure;
+  await checkEndpoint(endpoint, model);
+  let idle: IdleConnections | undefined;
+  try {
+    for (const scenario of scenarioList) {
+      if (scenario.connections > 1 && idleCount > 0 && idleUrl && !idle) {
+        log(`  opening ${idleCount} idle keep-alive connections`);
+        idle = new IdleConnections(idleUrl, idleCount);
+        await idle.open();
+      }
+      log(`  ${run.label}: ${scenario.label}`);
+      run.scenarios[scenario.id] = await runLoad(endpoint, chatBody(model, scenario.stream), scenario.connections, options.duration, options.warmup);
+      if (scenario.id === 'stream-1' && options.ttfbRequests > 0) {
+        log(`  ${run.label}: time to first byte`);
+        run.firstByte = await measureFirstByte(endpoint, chatBody(model, true), options.ttfbRequests, 15);
+      }
+    }
+  } finally {
+    if (idle) { run.idle = idle.report(); idle.close(); }
+  }
+}
+
+function newRun(id: TargetRun['id'], label: string, url: string): TargetRun {
+  return { id, label, url, scenarios: {}, memory: [] };
+}
+
+function tollgateMemory(tollgate: Tollgate, sampler: MemorySampler): { process: string; peakKb: number }[] {
+  return [...sampler.peakKb].map(([pid, peakKb]) => ({ process: pid === tollgate.supervisorPid ? `supervisor (pid ${pid})` : `worker (pid ${pid})`, peakKb }));
+}
+
+async function compare(options: Options, placement: Placement, children: ChildProcesses, notes: string[]): Promise<{ targets: TargetRun[]; checks: Check[] }> {
+  const measure: Measure = { options, scenarioList: scenarios(options.connections), model: BENCH_MODEL };
+  const targets: TargetRun[] = [];
+
+  log('starting the mock upstream');
+  const mock = await startMock(children, placement, options.chunks);
+  const direct = newRun('mock', '(a) mock direct', mock.url);
+  targets.push(direct);
+  await measureTarget(direct, chatEndpoint(mock.url), measure, 0);
+
+  log('starting the pass-through');
+  const passthrough = await startPassthroughProcess(children, placement, mock.url);
+  const baseline = newRun('passthrough', '(b) pass-through', passthrough.url);
+  targets.push(baseline);
+  const baselineSampler = new MemorySampler(() => [passthrough.pid]);
+  baselineSampler.start();
+  await measureTarget(baseline, chatEndpoint(passthrough.url), measure, 0);
+  baselineSampler.stop();
+  baseline.memory = [...baselineSampler.peakKb].map(([pid, peakKb]) => ({ process: `pass-through (pid ${pid})`, peakKb }));
+  // off core 0 before Tollgate starts there
+  await children.stop(passthrough.pid);
+
+  log('starting Tollgate');
+  const tollgate = await startTollgate(children, placement, mock.url, 100_000);
+  try {
+    const full = newRun('tollgate', '(c) Tollgate', tollgate.url);
+    targets.push(full);
+    const sampler = new MemorySampler(() => [tollgate.supervisorPid, ...tollgate.workerPids()]);
+    sampler.start();
+    await measureTarget(full, chatEndpoint(tollgate.url, tollgate.key), measure, options.idle, tollgate.url);
+    sampler.stop();
+    full.memory = tollgateMemory(tollgate, sampler);
+    await children.stop(tollgate.supervisorPid);
+  } finally {
+    tollgate.cleanup();
+  }
+  notes.push(`Tollgate: supervisor + 1 worker (TOLLGATE_WORKERS=1), fresh data dir, full path (auth, validation, reserve, relay, settle, usage record)`);
+  const evaluated = evaluateTargets(targets);
+  notes.push(...evaluated.notes);
+  return { targets, checks: evaluated.checks };
+}
+
+async function external(options: Options, notes: string[]): Promise<{ targets: TargetRun[]; checks: Check[] }> {
+  const model = options.model ?? 'gpt-4o-mini';
+  const endpoint = chatEndpoint(options.target!, options.key);
+  const run = newRun('target', `target ${new URL(endpoint.url).host}`, endpoint.url);
+  notes.push(`target mode: only ${endpoint.url} (model ${model}) was measured; no mock, no pass-through baseline, so no ratios or PASS/FAIL targets`);
+  const origin = new URL(endpoint.url).origin;
+  await measureTarget(run, endpoint, { options, scenarioList: scenarios(options.connections), model }, options.idle, origin);
+  return { targets: [run], checks: [] };
+}
+
+async function soak(options: Options, placement: Placement, children: ChildProcesses, notes: string[]): Promise<Pick<RunReport, 'targets' | 'checks' | 'soak'>> {
+  const mock = await startMock(children, placement, options.chunks);
+  const tollgate = await startTollgate(children, placement, mock.url, 1_000_000);
+  try {
+    const endpoint = chatEndpoint(tollgate.url, tollgate.key);
+    await checkEndpoint(endpoint, BENCH_MODEL);
+    log(`soak: ${options.requests.toLocaleString('en-US')} requests, ${options.connections} connections, at most ${options.maxSeconds} s`);
+    const result = await runSoak(endpoint, {
+      requests: options.requests, connections: options.connections, maxSeconds: options.maxSeconds, model: BENCH_MODEL,
+      workerPid: () => tollgate.workerPids()[0], onProgress: log,
+    });
+    const supervisor = readMemory(tollgate.supervisorPid);
+    const run = newRun('tollgate', '(c) Tollgate', tollgate.url);
+    run.memory = [{ process: 'worker (peak during the soak)', peakKb: result.peakRssKb }];
+    if (supervisor) run.memory.push({ process: 'supervisor', peakKb: supervisor.peakKb });
+    await children.stop(tollgate.supervisorPid);
+    notes.push(`soak: alternating non-stream and stream requests through Tollgate (1 worker) and the mock, ${options.connections} connections`);
+    return { targets: [run], checks: soakChecks(result), soak: result };
+  } finally {
+    tollgate.cleanup();
+  }
+}
+
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  const options = parseOptions(argv);
+  if (options.micro) {
+    await runMicro();
+    return;
+  }
+  const startedAt = new Date().toISOString();
+  const notes: string[] = [];
+  const placement: Placement = options.target && !options.clientCpus
+    ? { pinned: false, gatewayCpus: '', clientCpus: '', description: 'load generator not pinned (target mode: the endpoint runs outside this benchmark; pass --client-cpus to pin it)' }
+    : choosePlacement({ gatewayCpus: options.gatewayCpus, clientCpus: options.clientCpus });
+  if (options.target && options.clientCpus) placement.description = `load generator on CPU ${placement.clientCpus}; the target's placement is its own`;
+  pinSelf(placement);
+  if (!placement.pinned) log(`warning: ${placement.description}`);
+
+  const fileLimit = openFileLimit();
+  // each idle connection is one descriptor here and one in the gateway worker; keep room for the rest
+  const idleCap = Math.max(0, fileLimit - 1000);
+  if (options.idle > idleCap) {
+    notes.push(`idle connections capped at ${idleCap} (asked ${options.idle}): ulimit -n is ${fileLimit}; raise it (ulimit -n 20000) for the full count`);
+    options.idle = idleCap;
+  }
+  if (options.target && options.idle > 0 && !options.idleGiven) options.idle = 0;
+
+  const children = new ChildProcesses(placement);
+  let interrupted = false;
+  const interrupt = (signal: string) => {
+    if (interrupted) return;
+    interrupted = true;
+    log(`${signal}: stopping the benchmark's processes`);
+    children.stopAll(3_000).finally(() => process.exit(130));
+  };
+  process.on('SIGINT', () => interrupt('SIGINT'));
+  process.on('SIGTERM', () => interrupt('SIGTERM'));
+
+  try {
+    const kind: RunReport['kind'] = options.soak ? 'soak' : options.target ? 'target' : 'compare';
+    const measured: Pick<RunReport, 'targets' | 'checks' | 'soak'> = kind === 'soak' ? await soak(options, placement, children, notes)
+      : kind === 'target' ? await external(options, notes)
+        : await compare(options, placement, children, notes);
+    const settings: RunReport['settings'] = kind === 'soak'
+      ? { requests: options.requests, connections: options.connections, 'max seconds': options.maxSeconds, 'mock chunks': options.chunks }
+      : {
+        'measured s': options.duration, 'warm-up s': options.warmup, 'throughput connections': options.connections,
+        'idle connections': options.idle, 'TTFB requests': options.ttfbRequests, ...(kind === 'compare' ? { 'mock chunks': options.chunks } : {}),
+        pipelining: 1, 'load generator': 'autocannon 9 (in-process), latency from every response',
+      };
+    const report: RunReport = {
+      kind, startedAt, command: commandLine(argv), machine: describeMachine(), placement: placement.description, settings,
+      scenarios: kind === 'soak' ? [] : scenarios(options.connections), targets: measured.targets, checks: measured.checks,
+      notes, ...(measured.soak ? { soak: measured.soak } : {}),
+    };
+    const markdown = renderMarkdown(report);
+    const written = writeResults(report, markdown);
+    process.stdout.write(`${markdown}\n`);
+    for (const line of checkLines(report.checks)) process.stdout.write(`${line}\n`);
+    process.stdout.write(`\nwritten: ${written.json}\n         ${written.markdown}\n`);
+  } finally {
+    await children.stopAll();
+  }
+}
+
+if (require.main === module) {
+  main().then(() => process.exit(0), (error: unknown) => {
+    process.stderr.write(`bench: ${(error as Error).stack ?? String(error)}\n`);
+    process.exit(1);
+  });
+}

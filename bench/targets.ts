@@ -1,0 +1,91 @@
+// The three targets of a benchmark run, started by the benchmark itself: the mock upstream (the
+// ceiling), the minimal pass-through (the baseline) and Tollgate on its full path (one worker, a
+// fresh data dir, a topped-up account and one unlimited key).
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { request } from 'undici';
+import { childPids, runNode, type ChildProcesses, type Placement } from './processes';
+
+const ROOT = resolve(__dirname, '..');
+const MOCK_SCRIPT = join(ROOT, 'scripts', 'mock-upstream.js');
+const PASSTHROUGH_SCRIPT = join(ROOT, 'bench', 'passthrough.js');
+const CLI_SCRIPT = join(ROOT, 'src', 'cli.js');
+export const BENCH_MODEL = 'bench-model';
+
+function urlLine(line: string): string | undefined {
+  try {
+    const parsed = JSON.parse(line) as { url?: unknown };
+    return typeof parsed.url === 'string' ? parsed.url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function startMock(children: ChildProcesses, placement: Placement, chunks: number): Promise<{ url: string; pid: number }> {
+  const started = await children.start('mock upstream', placement.clientCpus, MOCK_SCRIPT,
+    ['--port', '0', '--no-record', '--chunks', String(chunks)], process.env, urlLine);
+  return { url: started.value, pid: started.child.pid! };
+}
+
+export async function startPassthroughProcess(children: ChildProcesses, placement: Placement, upstream: string): Promise<{ url: string; pid: number }> {
+  const started = await children.start('pass-through', placement.gatewayCpus, PASSTHROUGH_SCRIPT,
+    ['--port', '0', '--upstream', upstream, '--exit-with-stdin'], process.env, urlLine);
+  return { url: started.value, pid: started.child.pid! };
+}
+
+export interface Tollgate {
+  url: string;
+  key: string;
+  supervisorPid: number;
+  dataDir: string;
+  /** the worker processes (children of the supervisor) */
+  workerPids(): number[];
+  /** removes the temporary data dir (after the supervisor stopped) */
+  cleanup(): void;
+}
+
+async function adminCall(url: string, token: string, path: string, body: unknown): Promise<Record<string, unknown>> {
+  const response = await request(`${url}${path}`, {
+    method: 'POST', headers: { authorization: token, 'content-type': 'application/json' }, body: JSON.stringify(body),
+  });
+  const text = await response.body.text();
+  if (response.statusCode !== 200) throw new Error(`POST ${path} answered ${response.statusCode}`);
+  const parsed = JSON.parse(text) as { success?: boolean; data?: Record<string, unknown> };
+  if (!parsed.data) throw new Error(`POST ${path} answered without data`);
+  return parsed.data;
+}
+
+export async function startTollgate(children: ChildProcesses, placement: Placement, mockUrl: string, topUpUsd: number): Promise<Tollgate> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
+  const configPath = join(dataDir, 'bench-config.json');
+  const config = {
+    listen: { host: '127.0.0.1', port: 0 }, workers: 1, dataDir,
+    groups: { default: { ratio: 1 } },
+    models: [{ id: BENCH_MODEL, price: { input: 0.15, output: 0.6 } }],
+    channels: [{ name: 'mock', type: 'openai', base_url: mockUrl, keys: ['k'], models: [BENCH_MODEL] }],
+  };
+  writeFileSync(configPath, JSON.stringify(config, null, 2));
+  const env: NodeJS.ProcessEnv = { ...process.env, TOLLGATE_CONFIG: configPath, TOLLGATE_DATA_DIR: dataDir, TOLLGATE_WORKERS: '1', TOLLGATE_LOG_LEVEL: 'info' };
+  delete env.PORT;
+  delete env.HOST;
+  const cleanup = () => rmSync(dataDir, { recursive: true, force: true });
+  try {
+    const started = await children.start('Tollgate', placement.gatewayCpus, CLI_SCRIPT, ['serve'], env, (line) => {
+      if (!line.includes('Tollgate listening')) return undefined;
+      const match = /https?:\/\/[^\s"]+/.exec(line);
+      return match ? match[0].replace(/\/$/, '') : undefined;
+    }, 30_000);
+    const url = started.value;
+    const adminToken = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
+    runNode(CLI_SCRIPT, ['account', 'topup', '--account', 'admin', '--usd', String(topUpUsd), '--json'], env);
+    const token = await adminCall(url, adminToken, '/api/token/', { name: 'bench', unlimited_quota: true });
+    const revealed = await adminCall(url, adminToken, `/api/token/${String(token.id)}/key`, {});
+    if (typeof revealed.key !== 'string') throw new Error('the key API answered without a key');
+    const supervisorPid = started.child.pid!;
+    return { url, key: revealed.key, supervisorPid, dataDir, workerPids: () => childPids(supervisorPid), cleanup };
+  } catch (error) {
+    cleanup();
+    throw error;
+  }
+}

@@ -1,0 +1,33 @@
+// The `messages` capability of any provider that speaks OpenAI chat (openai, simulator): the
+// Anthropic request is translated to OpenAI, sent by the provider's own transport, and the answer
+// translated back, so the messages relay always receives Anthropic wire bytes.
+import { estimatePromptTokens } from '../billing/tokens';
+import type { AnthropicRequest } from '../formats/anthropic-messages';
+import { jsonTextAnswer, openAIToAnthropicEvents, readWholeAnswer, streamAnswer } from './translated-answers';
+import { exceedsSize, logWarnings, offloadThreshold, translate } from './translation';
+import type { JsonCall, ProviderContext, UpstreamAnswer, UpstreamCall } from './types';
+
+/** Sends an OpenAI chat completions request, given as its JSON text, the way the provider does. */
+export type ChatSender = (call: UpstreamCall, bodyText: string) => Promise<UpstreamAnswer>;
+
+export function messagesOverChat(context: ProviderContext, send: ChatSender): (call: JsonCall) => Promise<UpstreamAnswer> {
+  return async (call) => {
+    const threshold = offloadThreshold(context);
+    const body = call.body as AnthropicRequest;
+    const request = await translate(context, 'anthropicToOpenAIRequest',
+      { body, model: call.upstreamModel, defaultMaxTokens: call.model.max_output_tokens }, exceedsSize(body, threshold));
+    logWarnings(context, call.channel.name, 'messages → chat completions', request.warnings);
+    // anthropic-version and anthropic-beta mean nothing to an OpenAI upstream.
+    const answer = await send({ ...call, headers: undefined }, request.text);
+    if (call.stream) {
+      // Shown in message_start until the upstream's usage arrives; the JSON text leans high, as an estimate should.
+      const estimate = estimatePromptTokens(request.text.length, Array.isArray(body.messages) ? body.messages.length : 0);
+      return streamAnswer(answer, openAIToAnthropicEvents(call.model.id, estimate));
+    }
+    const bytes = await readWholeAnswer(answer, call.channel.name);
+    const message = await translate(context, 'openAIToAnthropicAnswer',
+      { text: bytes.toString('utf8'), model: call.model.id, channel: call.channel.name }, bytes.length > threshold);
+    logWarnings(context, call.channel.name, 'chat completion → message', message.warnings);
+    return jsonTextAnswer(answer.status, message.text);
+  };
+}

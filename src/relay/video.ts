@@ -1,0 +1,99 @@
+// Legacy video submit (spec §4.7) after the request checks: charge per_call → submit on a channel
+// with the videoSubmit capability (failover) → settle at once → store the task. The charge is given
+// back by the poller (src/relay/video-poller.ts) when the task fails or times out.
+import type { Caller } from '../auth/api-key';
+import { perCallQuota } from '../billing/pricing';
+import type { ModelConfig } from '../config';
+import type { GatewayContext } from '../context';
+import { GatewayError, toGatewayError } from '../errors';
+import { newVideoTask, type VideoSubmitInfo } from '../formats/video';
+import type { Exchange } from '../http';
+import { readAnswer } from '../providers/http-call';
+import type { StoredVideoTask } from '../store';
+import { fromTransportError } from '../upstream/transport-errors';
+import { admit } from './admission';
+import { withFailover } from './failover';
+import { usageRecord } from './records';
+
+/** bound on a submit or status answer held in memory */
+export const MAX_VIDEO_ANSWER_BYTES = 1024 * 1024;
+
+export interface VideoSubmitCall {
+  exchange: Exchange;
+  context: GatewayContext;
+  caller: Caller;
+  model: ModelConfig;
+  /** the client's body: fields the gateway does not know pass through */
+  body: Record<string, unknown>;
+  info: VideoSubmitInfo;
+}
+
+/** The upstream's task id from a legacy submit answer `{success:true, data:{taskId}}`. */
+function upstreamTaskIdOf(bytes: Buffer, channel: string): string {
+  let parsed: unknown;
+  try { parsed = JSON.parse(bytes.toString('utf8')); } catch { parsed = undefined; }
+  const answer = parsed as { success?: unknown; data?: { taskId?: unknown } | null } | null | undefined;
+  const taskId = answer?.success === true ? answer.data?.taskId : undefined;
+  if (typeof taskId !== 'string' || taskId === '') {
+    throw new GatewayError({ status: 502, type: 'api_error', code: 'upstream_malformed', retryable: true,
+      message: `upstream channel ${channel} accepted the video task without a taskId` });
+  }
+  return taskId;
+}
+
+export async function submitVideoTask(call: VideoSubmitCall): Promise<StoredVideoTask> {
+  const { exchange, context, caller, model, body, info } = call;
+  const startedAt = Date.now();
+  const group = context.config.groups[caller.key.group] ?? context.config.groups.default;
+  const quota = perCallQuota(model, 1, group.ratio);
+  const admission = admit(context, caller, model, quota);
+  const abort = new AbortController();
+  exchange.onAbort(() => abort.abort());
+  let channelName = '';
+  const bill = (charged: number, status: number, endReason: string) => {
+    context.ledger.settle(admission.reservation, charged, usageRecord({
+      caller, model, channel: channelName, endpoint: 'video.submit', startedAt, firstByteAt: status === 200 ? Date.now() : null,
+      promptTokens: 0, completionTokens: 0, quota: charged, status, endReason, usageSource: 'per_call', stream: false,
+    }));
+  };
+
+  let upstreamTaskId: string;
+  let channelKeyIndex: number;
+  try {
+    const { result, attempt } = await withFailover(context, model, caller.key.group, (provider) => provider.videoSubmit !== undefined,
+      async (attempt) => {
+        channelName = attempt.channel.name;
+        const answer = await attempt.provider.videoSubmit!({
+          channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream: false, signal: abort.signal,
+          vendor: context.config.video.vendor, body: { ...body, model: attempt.upstreamModel },
+        });
+        let bytes: Buffer;
+        try { bytes = await readAnswer(answer, MAX_VIDEO_ANSWER_BYTES); } catch (error) { throw fromTransportError(error, attempt.channel.name); }
+        return upstreamTaskIdOf(bytes, attempt.channel.name);
+      }, abort.signal);
+    upstreamTaskId = result;
+    channelKeyIndex = Math.max(0, attempt.channel.keys.indexOf(attempt.apiKey));
+    bill(quota, 200, 'submitted');
+  } catch (error) {
+    bill(0, toGatewayError(error).status, exchange.aborted ? 'client_gone' : 'failed');
+    throw error;
+  } finally {
+    admission.release();
+  }
+  // The charge is committed before the task exists, so a refund can never overtake it.
+  await context.ledger.flush();
+  const task: StoredVideoTask = {
+    ...newVideoTask({ info, accountId: caller.account.id, keyId: caller.key.id, quota, channel: channelName, now: Date.now() }),
+    upstreamTaskId, channelKeyIndex,
+  };
+  try {
+    await context.store.tasks.create(task);
+  } catch (error) {
+    await context.store.ledger.refundCharge(caller.account.id, caller.key.id, quota, usageRecord({
+      caller, model, channel: channelName, endpoint: 'video.refund', startedAt, firstByteAt: null, promptTokens: 0, completionTokens: 0,
+      quota: -quota, status: 500, endReason: 'refund', usageSource: 'per_call', stream: false,
+    }));
+    throw error;
+  }
+  return task;
+}

@@ -1,0 +1,182 @@
+// Billing of chat calls (DESIGN §5): quota = ceil(USD × 500000 × group ratio) from the configured
+// prices and the mock's deterministic token counts; key used_quota / remain_quota, the account
+// balance and the usage record agree; used_quota equals the sum of the usage records.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import OpenAI from 'openai';
+import { call } from '../helpers/gateway';
+import {
+  client, createKey, expectApiError, expectedPerCallQuota, expectedUsageQuota, flushCharges, keyObject, MOCK_PIECES,
+  mockPromptTokens, postChat, startChatSetup, type ChatSetup,
+} from './chat-harness';
+
+const CHAT_PRICE = { input: 0.15, output: 0.6 };
+const VIP_PRICE = { input: 3, output: 15 };
+const TEXT = 'Please summarise the quarterly numbers for me.';
+
+describe('billing of chat completions', () => {
+  let setup: ChatSetup;
+  const store = () => setup.gateway.gateway.context.store;
+  const admin = () => setup.gateway.adminToken;
+  const accountBalance = () => store().accounts.get(1)!.balance;
+  const accountUsed = () => store().accounts.get(1)!.used_quota;
+
+  before(async () => {
+    setup = await startChatSetup();
+    await store().accounts.topUp(1, 100_000_000);
+  });
+  after(async () => { await setup?.close(); });
+
+  /** One call; asserts key, account and record all moved by exactly `expected`. */
+  async function billedCall(fields: Record<string, unknown>, body: Record<string, unknown>, expected: (usage: any) => number) {
+    const key = await createKey(setup.url, admin(), { remain_quota: 10_000_000, ...fields });
+    await flushCharges(setup);
+    const balanceBefore = accountBalance();
+    const usedBefore = accountUsed();
+    const answer = await postChat(setup.url, key.key, body);
+    assert.equal(answer.status, 200, answer.text);
+    const usage = body.stream ? JSON.parse(answer.text.split('\n\n').filter(Boolean).at(-2)!.slice(6)).usage : answer.json.usage;
+    const quota = expected(usage);
+    assert.ok(quota > 0);
+    await flushCharges(setup);
+    const records = store().usage.list(1, { keyId: key.id }, 0, 10).items;
+    assert.equal(records.length, 1, 'exactly one usage record per call');
+    assert.equal(records[0].quota, quota, 'record quota');
+    assert.equal(records[0].prompt_tokens, usage.prompt_tokens);
+    assert.equal(records[0].completion_tokens, usage.completion_tokens);
+    assert.equal(records[0].model, body.model);
+    assert.equal(records[0].status, 200);
+    const object = await keyObject(setup.url, admin(), key.id);
+    assert.equal(object.used_quota, quota, 'key used_quota');
+    if (fields.unlimited_quota) assert.equal(object.remain_quota, fields.remain_quota ?? 10_000_000, 'an unlimited key keeps remain_quota');
+    else assert.equal(object.remain_quota, 10_000_000 - quota, 'key remain_quota');
+    assert.equal(accountBalance(), balanceBefore - quota, 'account balance');
+    assert.equal(accountUsed(), usedBefore + quota, 'account used_quota');
+    assert.deepEqual(store().usage.sumForKey(1, key.id), { quota, count: 1 });
+    return { key, quota, record: records[0], usage };
+  }
+
+  test('non-stream, openai channel: prompt ceil(chars/4), 20 completion tokens, priced exactly', async () => {
+    const { record } = await billedCall({}, { model: 'mock-chat', messages: [{ role: 'user', content: TEXT }] }, (usage) => {
+      assert.equal(usage.prompt_tokens, mockPromptTokens([TEXT]));
+      assert.equal(usage.completion_tokens, MOCK_PIECES);
+      return expectedUsageQuota(CHAT_PRICE, mockPromptTokens([TEXT]), MOCK_PIECES);
+    });
+    assert.equal(record.usage_source, 'upstream');
+    assert.equal(record.channel, 'mock');
+    assert.equal(record.stream, false);
+  });
+
+  test('stream, openai channel: the same numbers', async () => {
+    const { record } = await billedCall({}, { model: 'mock-chat', stream: true, messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: TEXT }] },
+      () => expectedUsageQuota(CHAT_PRICE, mockPromptTokens(['Be brief.', TEXT]), MOCK_PIECES));
+    assert.equal(record.stream, true);
+    assert.equal(record.end_reason, 'completed');
+    assert.ok(record.first_byte_ms !== null && record.first_byte_ms >= 0);
+  });
+
+  test('a long answer at a high price, n = 3, group ratio 1.5', async () => {
+    const long = 'x'.repeat(4001);
+    await billedCall({ group: 'vip' }, { model: 'mock-vip', n: 3, messages: [{ role: 'user', content: long }] }, (usage) => {
+      assert.equal(usage.completion_tokens, 3 * MOCK_PIECES);
+      return expectedUsageQuota(VIP_PRICE, mockPromptTokens([long]), 3 * MOCK_PIECES, 1.5);
+    });
+    // the same call in the default group costs 1/1.5 of it (up to the ceiling)
+    const plain = expectedUsageQuota(VIP_PRICE, mockPromptTokens([long]), 3 * MOCK_PIECES, 1);
+    assert.ok(plain < expectedUsageQuota(VIP_PRICE, mockPromptTokens([long]), 3 * MOCK_PIECES, 1.5));
+  });
+
+  test('per-call model: price × n, whatever the tokens; usage_source per_call', async () => {
+    const { record } = await billedCall({ billing_type: 2 }, { model: 'mock-percall', n: 3, messages: [{ role: 'user', content: TEXT }] },
+      () => expectedPerCallQuota(0.01, 3));
+    assert.equal(record.quota, 15_000);
+    assert.equal(record.usage_source, 'per_call');
+  });
+
+  test('simulator channel: billed from the usage it reported', async () => {
+    await billedCall({}, { model: 'sim-gpt-mini', messages: [{ role: 'user', content: TEXT }] },
+      (usage) => expectedUsageQuota(CHAT_PRICE, usage.prompt_tokens, usage.completion_tokens));
+    await billedCall({}, { model: 'sim-gpt-mini', stream: true, messages: [{ role: 'user', content: TEXT }] },
+      (usage) => expectedUsageQuota(CHAT_PRICE, usage.prompt_tokens, usage.completion_tokens));
+  });
+
+  test('an unlimited key: used_quota grows, remain_quota stays, the account pays', async () => {
+    await billedCall({ unlimited_quota: true, remain_quota: 0 }, { model: 'mock-chat', messages: [{ role: 'user', content: TEXT }] },
+      () => expectedUsageQuota(CHAT_PRICE, mockPromptTokens([TEXT]), MOCK_PIECES));
+  });
+
+  test('many calls: key and account used_quota equal the sum of usage records', async () => {
+    const key = await createKey(setup.url, admin(), { remain_quota: 10_000_000 });
+    const sdk = client(setup.url, key.key);
+    for (let index = 0; index < 12; index += 1) {
+      const stream = index % 2 === 0;
+      const content = `question number ${index} ${'y'.repeat(index * 7)}`;
+      if (stream) for await (const _ of await sdk.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content }], stream })) { /* drain */ }
+      else await sdk.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content }] });
+    }
+    await flushCharges(setup);
+    const sum = store().usage.sumForKey(1, key.id);
+    assert.equal(sum.count, 12);
+    const object = await keyObject(setup.url, admin(), key.id);
+    assert.equal(object.used_quota, sum.quota);
+    assert.equal(object.remain_quota, 10_000_000 - sum.quota);
+    let accountSum = 0;
+    for (const record of store().usage.list(1, {}, 0, 100_000).items) accountSum += record.quota;
+    assert.equal(accountUsed(), accountSum, 'account used_quota = sum of all its records');
+  });
+
+  test('a failed call is recorded with quota 0 and charges nothing', async () => {
+    const key = await createKey(setup.url, admin(), { remain_quota: 10_000_000 });
+    setup.mock.script({ status: 500 }, 3);
+    const answer = await postChat(setup.url, key.key, { model: 'mock-chat', messages: [{ role: 'user', content: TEXT }] });
+    assert.equal(answer.status, 502, answer.text);
+    await flushCharges(setup);
+    const records = store().usage.list(1, { keyId: key.id }, 0, 10).items;
+    assert.equal(records.length, 1);
+    assert.equal(records[0].quota, 0);
+    assert.equal(records[0].status, 502);
+    const object = await keyObject(setup.url, admin(), key.id);
+    assert.equal(object.used_quota, 0);
+    assert.equal(object.remain_quota, 10_000_000);
+  });
+
+  test('a key at its cap stops (429 key) and never draws on the account beyond it', async () => {
+    // max_tokens 20 makes the estimate close to the real charge, so the cap holds a known few calls
+    const body = { model: 'mock-chat', max_tokens: 20, messages: [{ role: 'user', content: TEXT }] };
+    const perCall = expectedUsageQuota(CHAT_PRICE, mockPromptTokens([TEXT]), MOCK_PIECES);
+    const cap = 40;
+    const key = await createKey(setup.url, admin(), { remain_quota: cap });
+    await flushCharges(setup);
+    const balanceBefore = accountBalance();
+    let served = 0;
+    for (let index = 0; index < 50; index += 1) {
+      const answer = await postChat(setup.url, key.key, body);
+      if (answer.status === 429) { assert.equal(answer.json.error.code, 'insufficient_quota'); assert.match(answer.json.error.message, /key/); break; }
+      assert.equal(answer.status, 200, answer.text);
+      served += 1;
+    }
+    assert.ok(served >= 1 && served < 50, `served ${served}`);
+    await flushCharges(setup);
+    const object = await keyObject(setup.url, admin(), key.id);
+    assert.equal(object.used_quota, served * perCall);
+    assert.ok(object.used_quota <= cap, `used ${object.used_quota} ≤ cap ${cap}`);
+    assert.equal(object.remain_quota, cap - object.used_quota);
+    assert.equal(balanceBefore - accountBalance(), object.used_quota, 'the account paid exactly what the key used');
+  });
+
+  test('lowering remain_quota with PUT while a lease is out: no spending past the new value', async () => {
+    const key = await createKey(setup.url, admin(), { name: 'shrinking', remain_quota: 5_000_000 });
+    const sdk = client(setup.url, key.key);
+    await sdk.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: TEXT }] });
+    await flushCharges(setup);
+    const object = await keyObject(setup.url, admin(), key.id);
+    delete object.key;
+    const updated = await call(setup.url, 'PUT', '/api/token/', { token: admin(), body: { ...object, remain_quota: 50 } });
+    assert.equal(updated.json.success, true, updated.text);
+    await expectApiError(sdk.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: TEXT }] }),
+      OpenAI.RateLimitError, { status: 429, code: 'insufficient_quota', message: /key/ });
+    // raising it again revives the key at once
+    await call(setup.url, 'PUT', '/api/token/', { token: admin(), body: { ...object, remain_quota: 5_000_000 } });
+    await sdk.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: TEXT }] });
+  });
+});

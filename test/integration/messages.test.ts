@@ -1,0 +1,401 @@
+// POST /v1/messages (issue 4) driven by the official @anthropic-ai/sdk: against an `anthropic`
+// channel (forwarded), an `openai` channel (translated both ways) and the simulator (translated);
+// text, stream, tool use round trip, images, max_tokens, errors in the Anthropic shape, billing
+// (cache tokens included) and the worker-pool path for large bodies.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
+import { buildPieces } from '../../scripts/mock-upstream/content';
+import { createKey, flushCharges, keyObject } from './chat-harness';
+import {
+  anthropicClient, anthropicEvents, CACHE_TEXT, CACHE_USAGE, expectedQuota, PNG_BASE64, postMessages, PRICES, startMessagesSetup,
+  UPSTREAM_CLAUDE, UPSTREAM_KEY, type MessagesSetup,
+} from './messages-harness';
+
+const MOCK_TEXT = buildPieces(20).fullText;
+const QUESTION = 'What is the weather like in Paris today?';
+const WEATHER_TOOL = {
+  name: 'get_weather', description: 'Current weather of a city',
+  input_schema: { type: 'object' as const, properties: { city: { type: 'string' } }, required: ['city'] },
+};
+
+/** The three kinds of channel behind /v1/messages. */
+const TARGETS = [
+  { name: 'anthropic channel', model: 'claude-mock', mock: true },
+  { name: 'openai channel (translated)', model: 'gpt-mock', mock: true },
+  { name: 'simulator (translated)', model: 'sim-claude', mock: false },
+];
+
+describe('/v1/messages with @anthropic-ai/sdk', () => {
+  let setup: MessagesSetup;
+  let key = '';
+  const store = () => setup.gateway.gateway.context.store;
+  const lastUpstream = () => setup.mock.requests.at(-1)!;
+
+  before(async () => {
+    setup = await startMessagesSetup();
+    ({ key } = await createKey(setup.url, setup.gateway.adminToken, { unlimited_quota: true }));
+  });
+  after(async () => { await setup?.close(); });
+
+  for (const target of TARGETS) {
+    describe(target.name, () => {
+      test('text: a Message with text, end_turn, usage and the requested model name', async () => {
+        const message = await anthropicClient(setup.url, key).messages.create({
+          model: target.model, max_tokens: 200, system: 'Be brief.', messages: [{ role: 'user', content: QUESTION }],
+        });
+        assert.equal(message.type, 'message');
+        assert.equal(message.role, 'assistant');
+        assert.equal(message.model, target.model);
+        assert.equal(message.stop_reason, 'end_turn');
+        assert.equal(message.content[0].type, 'text');
+        const text = (message.content[0] as Anthropic.TextBlock).text;
+        if (target.mock) assert.equal(text, MOCK_TEXT);
+        else assert.match(text, /Simulated reply to: What is the weather/);
+        assert.ok(message.usage.input_tokens > 0 && message.usage.output_tokens > 0, JSON.stringify(message.usage));
+        if (target.mock) assert.equal(message.usage.output_tokens, 20);
+      });
+
+      test('stream: finalMessage() assembles the text; events run message_start … message_stop', async () => {
+        const stream = anthropicClient(setup.url, key).messages.stream({
+          model: target.model, max_tokens: 200, messages: [{ role: 'user', content: QUESTION }],
+        });
+        const types: string[] = [];
+        stream.on('streamEvent', (event) => types.push(event.type));
+        const message = await stream.finalMessage();
+        assert.equal(types[0], 'message_start');
+        assert.equal(types.at(-1), 'message_stop');
+        assert.ok(types.includes('content_block_start') && types.includes('content_block_delta') && types.includes('content_block_stop'));
+        assert.ok(types.includes('message_delta'));
+        assert.equal(message.stop_reason, 'end_turn');
+        const text = (message.content[0] as Anthropic.TextBlock).text;
+        if (target.mock) assert.equal(text, MOCK_TEXT);
+        else assert.match(text, /Simulated reply to: What is the weather/);
+        assert.ok(message.usage.output_tokens > 0);
+      });
+
+      test('tool use round trip: tool_use → tool_result → a text answer (non-stream and stream)', async () => {
+        const client = anthropicClient(setup.url, key);
+        const first = await client.messages.create({
+          model: target.model, max_tokens: 200, tools: [WEATHER_TOOL], messages: [{ role: 'user', content: QUESTION }],
+        });
+        assert.equal(first.stop_reason, 'tool_use');
+        const toolUse = first.content.find((block) => block.type === 'tool_use') as Anthropic.ToolUseBlock;
+        assert.ok(toolUse, JSON.stringify(first.content));
+        assert.equal(toolUse.name, 'get_weather');
+        assert.equal(typeof toolUse.id, 'string');
+        assert.equal(typeof toolUse.input, 'object');
+
+        const streamed = await client.messages.stream({
+          model: target.model, max_tokens: 200, tools: [WEATHER_TOOL], messages: [{ role: 'user', content: QUESTION }],
+        }).finalMessage();
+        assert.equal(streamed.stop_reason, 'tool_use');
+        const streamedUse = streamed.content.find((block) => block.type === 'tool_use') as Anthropic.ToolUseBlock;
+        assert.equal(streamedUse.name, 'get_weather');
+        assert.deepEqual(streamedUse.input, toolUse.input);
+
+        const second = await client.messages.create({
+          model: target.model, max_tokens: 200, tools: [WEATHER_TOOL],
+          messages: [
+            { role: 'user', content: QUESTION },
+            { role: 'assistant', content: first.content },
+            { role: 'user', content: [{ type: 'tool_result', tool_use_id: toolUse.id, content: 'Sunny, 24 °C' }] },
+          ],
+        });
+        assert.equal(second.stop_reason, 'end_turn');
+        assert.equal(second.content[0].type, 'text');
+        if (target.model === 'gpt-mock') {
+          // the upstream saw OpenAI tool traffic: an assistant tool call and its tool message
+          const messages = (lastUpstream().body as { messages: any[] }).messages;
+          assert.equal(lastUpstream().path, '/v1/chat/completions');
+          assert.equal(messages[1].tool_calls[0].id, toolUse.id);
+          assert.equal(messages[1].tool_calls[0].function.name, 'get_weather');
+          assert.deepEqual(messages[2], { role: 'tool', tool_call_id: toolUse.id, content: 'Sunny, 24 °C' });
+        }
+        if (target.model === 'claude-mock') {
+          const messages = (lastUpstream().body as { messages: any[] }).messages;
+          assert.equal(messages[2].content[0].type, 'tool_result');
+        }
+      });
+
+      test('image input, base64 and URL, on a multimodal model', async () => {
+        const client = anthropicClient(setup.url, key);
+        for (const source of [
+          { type: 'base64' as const, media_type: 'image/png' as const, data: PNG_BASE64 },
+          { type: 'url' as const, url: 'https://images.example/cat.png' },
+        ]) {
+          const message = await client.messages.create({
+            model: target.model, max_tokens: 200,
+            messages: [{ role: 'user', content: [{ type: 'image', source }, { type: 'text', text: 'What is in this picture?' }] }],
+          });
+          assert.equal(message.stop_reason, 'end_turn');
+          if (!target.mock) continue;
+          const upstream = lastUpstream().body as { messages: any[] };
+          const parts = upstream.messages.at(-1).content;
+          if (target.model === 'claude-mock') assert.deepEqual(parts[0], { type: 'image', source });
+          else {
+            const url = source.type === 'base64' ? `data:image/png;base64,${PNG_BASE64}` : source.url;
+            assert.deepEqual(parts[0], { type: 'image_url', image_url: { url } });
+          }
+        }
+      });
+
+      test('max_tokens reached: stop_reason max_tokens, stream and not', async () => {
+        const client = anthropicClient(setup.url, key);
+        const request = { model: target.model, max_tokens: 5, messages: [{ role: 'user' as const, content: QUESTION }] };
+        const message = await client.messages.create(request);
+        assert.equal(message.stop_reason, 'max_tokens');
+        assert.equal(message.usage.output_tokens, 5);
+        const streamed = await client.messages.stream(request).finalMessage();
+        assert.equal(streamed.stop_reason, 'max_tokens');
+        assert.equal(streamed.usage.output_tokens, 5);
+      });
+    });
+  }
+
+  test('the anthropic channel gets x-api-key, anthropic-version, the mapped model and the client body', async () => {
+    await anthropicClient(setup.url, key).messages.create({
+      model: 'claude-mock', max_tokens: 64, top_k: 5, metadata: { user_id: 'u-1' }, messages: [{ role: 'user', content: 'hi' }],
+    } as Anthropic.MessageCreateParamsNonStreaming);
+    const upstream = lastUpstream();
+    assert.equal(upstream.path, '/v1/messages');
+    assert.equal(upstream.headers['x-api-key'], UPSTREAM_KEY);
+    assert.match(String(upstream.headers['anthropic-version']), /^\d{4}-\d{2}-\d{2}$/, 'the SDK\'s own version header is forwarded');
+    assert.equal(upstream.headers.authorization, undefined, 'the client key never reaches the upstream');
+    const body = upstream.body as Record<string, unknown>;
+    assert.equal(body.model, UPSTREAM_CLAUDE);
+    assert.equal(body.top_k, 5);
+    assert.deepEqual(body.metadata, { user_id: 'u-1' });
+  });
+
+  test('Authorization: Bearer works too; the anthropic-version header defaults to 2023-06-01 and is forwarded when given', async () => {
+    const plain = await postMessages(setup.url, { authorization: `Bearer ${key}` }, { model: 'claude-mock', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(plain.status, 200, plain.text);
+    assert.equal(lastUpstream().headers['anthropic-version'], '2023-06-01');
+    const versioned = await postMessages(setup.url, { 'x-api-key': key, 'anthropic-version': '2023-01-01', 'anthropic-beta': 'tools-2024-04-04' },
+      { model: 'claude-mock', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(versioned.status, 200, versioned.text);
+    assert.equal(lastUpstream().headers['anthropic-version'], '2023-01-01');
+    assert.equal(lastUpstream().headers['anthropic-beta'], 'tools-2024-04-04');
+    const bad = await postMessages(setup.url, { 'x-api-key': key, 'anthropic-version': 'yesterday' }, { model: 'claude-mock', max_tokens: 16, messages: [] });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.json.error.type, 'invalid_request_error');
+  });
+
+  describe('errors, each in the Anthropic shape', () => {
+    /** Asserts the SDK error class, status and the {type:"error", error:{type, message}} body. */
+    async function expectError(promise: Promise<unknown>, errorClass: new (...args: any[]) => Error, status: number, type: string, message?: RegExp): Promise<any> {
+      let caught: any;
+      try { await promise; } catch (error) { caught = error; }
+      assert.ok((caught as unknown) instanceof errorClass, `expected ${errorClass.name}, got ${caught?.constructor?.name}: ${caught?.message}`);
+      assert.equal(caught.status, status);
+      assert.equal(caught.error.type, 'error', JSON.stringify(caught.error));
+      assert.equal(caught.error.error.type, type);
+      assert.equal(typeof caught.error.error.message, 'string');
+      if (message) assert.match(caught.error.error.message, message);
+      return caught;
+    }
+    const hello = (model: string) => ({ model, max_tokens: 16, messages: [{ role: 'user' as const, content: 'hi' }] });
+
+    test('401 authentication_error for a wrong x-api-key, and for none at all', async () => {
+      await expectError(anthropicClient(setup.url, 'sk-not-a-real-key').messages.create(hello('claude-mock')), Anthropic.AuthenticationError, 401, 'authentication_error');
+      const none = await postMessages(setup.url, {}, hello('claude-mock'));
+      assert.equal(none.status, 401);
+      assert.deepEqual(Object.keys(none.json), ['type', 'error']);
+      assert.equal(none.json.error.type, 'authentication_error');
+    });
+
+    test('404 not_found_error for an unknown model', async () => {
+      await expectError(anthropicClient(setup.url, key).messages.create(hello('no-such-model')), Anthropic.NotFoundError, 404, 'not_found_error', /no-such-model/);
+    });
+
+    test('403 permission_error for a model outside the key allowlist', async () => {
+      const limited = await createKey(setup.url, setup.gateway.adminToken, { models: 'gpt-mock' });
+      await expectError(anthropicClient(setup.url, limited.key).messages.create(hello('claude-mock')), Anthropic.PermissionDeniedError, 403, 'permission_error', /claude-mock/);
+    });
+
+    test('400 invalid_request_error naming the field: missing max_tokens, bad temperature, invalid JSON', async () => {
+      const client = anthropicClient(setup.url, key);
+      await expectError(client.messages.create({ model: 'claude-mock', messages: [{ role: 'user', content: 'hi' }] } as any), Anthropic.BadRequestError, 400, 'invalid_request_error', /max_tokens/);
+      await expectError(client.messages.create({ ...hello('claude-mock'), temperature: 1.5 } as Anthropic.MessageCreateParamsNonStreaming), Anthropic.BadRequestError, 400, 'invalid_request_error', /temperature/);
+      const invalid = await postMessages(setup.url, { 'x-api-key': key }, '{"model":');
+      assert.equal(invalid.status, 400);
+      assert.equal(invalid.json.type, 'error');
+      assert.equal(invalid.json.error.type, 'invalid_request_error');
+      assert.equal(setup.mock.requests.filter((request) => request.body === '{"model":').length, 0);
+    });
+
+    test('400 for an image sent to a model that is not multimodal', async () => {
+      await expectError(anthropicClient(setup.url, key).messages.create({
+        model: 'claude-text', max_tokens: 16,
+        messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG_BASE64 } }] }],
+      }), Anthropic.BadRequestError, 400, 'invalid_request_error', /image/);
+    });
+
+    test('429 rate_limit_error when the key quota is too low', async () => {
+      const poor = await createKey(setup.url, setup.gateway.adminToken, { remain_quota: 1 });
+      await expectError(anthropicClient(setup.url, poor.key).messages.create(hello('claude-mock')), Anthropic.RateLimitError, 429, 'rate_limit_error', /quota/i);
+    });
+
+    test('an upstream 5xx on every attempt is a 5xx api_error; an upstream 400 comes back as a 400 with its message', async () => {
+      setup.mock.script({ status: 500 }, 10);
+      const failed = await expectError(anthropicClient(setup.url, key).messages.create(hello('claude-mock')), Anthropic.InternalServerError, 502, 'api_error');
+      assert.doesNotMatch(failed.error.error.message, new RegExp(UPSTREAM_KEY));
+      setup.mock.reset();
+      setup.mock.script({ status: 400 });
+      await expectError(anthropicClient(setup.url, key).messages.create(hello('claude-mock')), Anthropic.BadRequestError, 400, 'invalid_request_error', /scripted fault/);
+    });
+
+    test('a stream cut mid-way ends with an Anthropic error event and bills what was delivered', async () => {
+      for (const model of ['claude-mock', 'gpt-mock']) {
+        const own = await createKey(setup.url, setup.gateway.adminToken);
+        setup.mock.script({ resetAfterChunks: 3 });
+        const answer = await postMessages(setup.url, { 'x-api-key': own.key }, { ...hello(model), max_tokens: 100, stream: true });
+        assert.equal(answer.status, 200);
+        const events = anthropicEvents(answer.text);
+        assert.equal(events[0].event, 'message_start');
+        const last = events.at(-1)!;
+        assert.equal(last.event, 'error', answer.text.slice(-300));
+        assert.equal(last.data.type, 'error');
+        assert.equal(last.data.error.type, 'api_error');
+        assert.ok(!events.some((event) => event.event === 'message_stop'));
+        await flushCharges(setup);
+        const [record] = store().usage.list(1, { keyId: own.id }, 0, 10).items;
+        assert.equal(record.end_reason, 'upstream_error', model);
+        assert.equal(record.usage_source, 'estimated');
+        assert.ok(record.completion_tokens >= 3, `delivered pieces are billed: ${record.completion_tokens}`);
+      }
+    });
+
+    test('a stream whose upstream leaves out message_stop after message_delta still ends with message_stop', async () => {
+      setup.mock.script({ omitDone: true });
+      const answer = await postMessages(setup.url, { 'x-api-key': key }, { ...hello('claude-mock'), stream: true });
+      const events = anthropicEvents(answer.text);
+      assert.equal(events.at(-1)!.event, 'message_stop');
+      assert.equal(events.filter((event) => event.event === 'message_stop').length, 1);
+    });
+  });
+
+  describe('billing', () => {
+    async function billed(model: string, stream: boolean, content = QUESTION) {
+      const own = await createKey(setup.url, setup.gateway.adminToken, { remain_quota: 10_000_000 });
+      const client = anthropicClient(setup.url, own.key);
+      const request = { model, max_tokens: 300, messages: [{ role: 'user' as const, content }] };
+      const message = stream ? await client.messages.stream(request).finalMessage() : await client.messages.create(request);
+      await flushCharges(setup);
+      const records = store().usage.list(1, { keyId: own.id }, 0, 10).items;
+      assert.equal(records.length, 1, 'one usage record per call');
+      const object = await keyObject(setup.url, setup.gateway.adminToken, own.id);
+      return { message, record: records[0], object };
+    }
+
+    for (const stream of [false, true]) {
+      test(`anthropic channel (${stream ? 'stream' : 'non-stream'}): record and key used_quota match the prices`, async () => {
+        const { message, record, object } = await billed('claude-mock', stream);
+        const input = Math.ceil(QUESTION.length / 4);
+        assert.equal(message.usage.input_tokens, input);
+        const quota = expectedQuota(PRICES.claude, { input, output: 20 });
+        assert.equal(record.quota, quota);
+        assert.equal(record.endpoint, 'messages');
+        assert.equal(record.channel, 'anthropic-mock');
+        assert.equal(record.model, 'claude-mock');
+        assert.equal(record.prompt_tokens, input);
+        assert.equal(record.completion_tokens, 20);
+        assert.equal(record.usage_source, 'upstream');
+        assert.equal(record.stream, stream);
+        assert.equal(record.status, 200);
+        assert.equal(record.end_reason, 'completed');
+        assert.equal(object.used_quota, quota);
+        assert.equal(object.remain_quota, 10_000_000 - quota);
+      });
+
+      test(`cache read and creation tokens are priced at cached_input / cache_creation_input (${stream ? 'stream' : 'non-stream'})`, async () => {
+        const { message, record, object } = await billed('claude-cache', stream);
+        assert.equal((message.content[0] as Anthropic.TextBlock).text, CACHE_TEXT);
+        assert.equal(message.usage.cache_read_input_tokens, CACHE_USAGE.cache_read_input_tokens);
+        const quota = expectedQuota(PRICES.claude, {
+          input: CACHE_USAGE.input_tokens, output: CACHE_USAGE.output_tokens,
+          cacheRead: CACHE_USAGE.cache_read_input_tokens, cacheCreation: CACHE_USAGE.cache_creation_input_tokens,
+        });
+        assert.notEqual(quota, expectedQuota(PRICES.claude, { input: 1300, output: 10 }), 'the cache prices make a difference');
+        assert.equal(record.quota, quota);
+        assert.equal(record.prompt_tokens, 1300);
+        assert.equal(record.cache_read_tokens, 1000);
+        assert.equal(record.cache_creation_tokens, 200);
+        assert.equal(object.used_quota, quota);
+      });
+
+      test(`openai channel, translated (${stream ? 'stream' : 'non-stream'}): billed from the upstream's usage`, async () => {
+        const { message, record, object } = await billed('gpt-mock', stream);
+        const input = Math.ceil(QUESTION.length / 4);
+        assert.equal(message.usage.input_tokens, input);
+        assert.equal(message.usage.output_tokens, 20);
+        const quota = expectedQuota(PRICES.gpt, { input, output: 20 });
+        assert.equal(record.quota, quota);
+        assert.equal(record.channel, 'openai-mock');
+        assert.equal(record.usage_source, 'upstream');
+        assert.equal(object.used_quota, quota);
+      });
+    }
+
+    test('an upstream without usage is billed from a local count, marked estimated', async () => {
+      setup.mock.script({ omitUsage: true });
+      const { message, record } = await billed('claude-mock', false);
+      assert.equal(record.usage_source, 'estimated');
+      assert.ok(record.prompt_tokens > 0 && record.completion_tokens > 0, JSON.stringify(record));
+      assert.equal(record.quota, expectedQuota(PRICES.claude, { input: record.prompt_tokens, output: record.completion_tokens }));
+      assert.equal(message.usage.output_tokens, record.completion_tokens, 'the Message carries the usage that was billed');
+
+      // The SDK cannot assemble a stream without usage (it reads message_start.usage), so read it raw.
+      const own = await createKey(setup.url, setup.gateway.adminToken);
+      setup.mock.script({ omitUsage: true });
+      const answer = await postMessages(setup.url, { 'x-api-key': own.key }, { model: 'claude-mock', max_tokens: 300, stream: true, messages: [{ role: 'user', content: QUESTION }] });
+      assert.equal(anthropicEvents(answer.text).at(-1)!.event, 'message_stop');
+      await flushCharges(setup);
+      const [streamed] = store().usage.list(1, { keyId: own.id }, 0, 10).items;
+      assert.equal(streamed.usage_source, 'estimated');
+      assert.ok(streamed.prompt_tokens > 0, JSON.stringify(streamed));
+      assert.ok(streamed.completion_tokens >= 15, `the 20 delivered pieces are counted: ${streamed.completion_tokens}`);
+    });
+
+    test('a failed call records status and end reason and charges nothing', async () => {
+      const own = await createKey(setup.url, setup.gateway.adminToken);
+      setup.mock.script({ status: 503 }, 10);
+      const answer = await postMessages(setup.url, { 'x-api-key': own.key }, { model: 'claude-mock', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] });
+      setup.mock.reset();
+      assert.equal(answer.status, 502);
+      await flushCharges(setup);
+      const [record] = store().usage.list(1, { keyId: own.id }, 0, 10).items;
+      assert.equal(record.quota, 0);
+      assert.equal(record.status, 502);
+      assert.equal(record.end_reason, 'failed');
+      assert.equal((await keyObject(setup.url, setup.gateway.adminToken, own.id)).used_quota, 0);
+    });
+  });
+
+  test('a body above the 64 KiB offload threshold is translated in the worker pool, whole', async () => {
+    const pool = setup.gateway.gateway.context.pool;
+    const original = pool.run.bind(pool);
+    const tasks: string[] = [];
+    pool.run = (async (file: string, name: string, input: unknown, transfer?: ArrayBuffer[]) => {
+      if (file === 'translate') tasks.push(name);
+      return original(file, name, input, transfer);
+    }) as typeof pool.run;
+    try {
+      const long = `${'All work and no play makes a long prompt. '.repeat(2500)}End.`;
+      assert.ok(long.length > 64 * 1024);
+      const message = await anthropicClient(setup.url, key).messages.create({ model: 'gpt-mock', max_tokens: 100, messages: [{ role: 'user', content: long }] });
+      assert.equal((message.content[0] as Anthropic.TextBlock).text, MOCK_TEXT);
+      assert.equal(message.usage.input_tokens, Math.ceil(long.length / 4), 'the upstream received the whole text');
+      assert.deepEqual(tasks, ['anthropicToOpenAIRequest']);
+      assert.equal((lastUpstream().body as { messages: any[] }).messages[0].content, long);
+
+      tasks.length = 0;
+      const small = await anthropicClient(setup.url, key).messages.create({ model: 'gpt-mock', max_tokens: 100, messages: [{ role: 'user', content: 'short' }] });
+      assert.equal(small.stop_reason, 'end_turn');
+      assert.deepEqual(tasks, [], 'small bodies stay inline');
+    } finally {
+      pool.run = original;
+    }
+  });
+});

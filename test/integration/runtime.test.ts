@@ -1,0 +1,266 @@
+// The multi-process runtime (issue 2, "Runtime", "Store", "Accounts CLI"): the real `tollgate serve`
+// with worker processes, the CLI against the same data dir, concurrent writers, restarts, a killed
+// worker, a draining SIGTERM.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { rmSync, statSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import { EMBEDDED_CONFIG } from '../../src/config';
+import {
+  call, cliJson, FRONTS, parseRawAnswer, REPO_ROOT, startSupervisor, tempDir, waitFor, type SupervisedGateway,
+} from '../helpers/gateway';
+
+const run = promisify(execFile);
+const STORE_WRITER = join(REPO_ROOT, 'dist', 'test', 'helpers', 'store-writer.js');
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Waits for `promise` at most `ms` (the timer does not keep the test process alive). */
+const atMost = (promise: Promise<unknown>, ms: number) => Promise.race([promise, new Promise((resolve) => setTimeout(resolve, ms).unref())]);
+
+async function healthPid(url: string): Promise<number | undefined> {
+  try {
+    const answer = await call(url, 'GET', '/healthz');
+    return answer.status === 200 ? answer.json.pid as number : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Polls /healthz (a new connection each time, so SO_REUSEPORT spreads them) until `count` worker pids answered. */
+async function workerPids(url: string, count: number): Promise<Set<number>> {
+  const pids = new Set<number>();
+  await waitFor(async () => {
+    const pid = await healthPid(url);
+    if (pid !== undefined) pids.add(pid);
+    return pids.size >= count;
+  }, 10_000, 5);
+  return pids;
+}
+
+/** Runs `tasks` with at most `parallel` at once. */
+async function pooled<T>(tasks: (() => Promise<T>)[], parallel: number): Promise<T[]> {
+  const results: T[] = new Array(tasks.length);
+  let next = 0;
+  await Promise.all(Array.from({ length: parallel }, async () => {
+    while (next < tasks.length) {
+      const index = next++;
+      results[index] = await tasks[index]();
+    }
+  }));
+  return results;
+}
+
+describe('runtime: supervisor, workers, store and CLI', () => {
+  const dataDir = tempDir();
+  let gateway: SupervisedGateway | undefined;
+  let firstAdminToken = '';
+  let firstAdminTokenMtime = 0;
+  after(async () => {
+    await gateway?.stop('SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test('first start bootstraps admin once: <dataDir>/admin-token (0600) and secret.key (0600)', async () => {
+    gateway = await startSupervisor({ workers: 2, dataDir });
+    const file = join(dataDir, 'admin-token');
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+    assert.equal(statSync(join(dataDir, 'secret.key')).mode & 0o777, 0o600);
+    firstAdminToken = gateway.adminToken();
+    firstAdminTokenMtime = statSync(file).mtimeMs;
+    assert.match(firstAdminToken, /^\S{20,}$/);
+    const listed = await call(gateway.url, 'GET', '/api/token/', { token: firstAdminToken });
+    assert.equal(listed.json.success, true);
+    assert.equal(gateway.output().split(firstAdminToken).length - 1, 1, 'the token is logged exactly once');
+    const accounts = await cliJson(['account', 'list'], dataDir) as { name: string }[];
+    assert.deepEqual(accounts.map((account) => account.name), ['admin']);
+  });
+
+  test('two worker processes and a direct store writer create keys concurrently: every id distinct, nothing lost', async () => {
+    assert.ok(gateway);
+    const pids = await workerPids(gateway.url, 2);
+    assert.equal(pids.size, 2, 'both workers answer on the shared port');
+    const token = firstAdminToken;
+    const writer = run(process.execPath, [STORE_WRITER, dataDir, '1', '100']);
+    const answers = await pooled(Array.from({ length: 200 }, (_, index) => () =>
+      call(gateway!.url, 'POST', '/api/token/', { token, body: { name: `http-${index}` } })), 25);
+    const directIds = JSON.parse((await writer).stdout) as number[];
+    const httpIds = answers.map((answer) => {
+      assert.equal(answer.json?.success, true, answer.text);
+      return answer.json.data.id as number;
+    });
+    assert.equal(new Set(httpIds).size, 200);
+    assert.equal(directIds.length, 100);
+    assert.equal(new Set([...httpIds, ...directIds]).size, 300, 'no id was handed out twice');
+    const listed = await call(gateway.url, 'GET', '/api/token/?p=0&page_size=100', { token });
+    assert.equal(listed.json.data.total, 300);
+    const http = await call(gateway.url, 'GET', '/api/token/search?keyword=http-&page_size=100', { token });
+    assert.equal(http.json.data.total, 200);
+  });
+
+  test('the CLI manages accounts with --json next to the running server', async () => {
+    assert.ok(gateway);
+    const created = await cliJson(['account', 'create', '--name', 'acme', '--balance-usd', '2.5'], dataDir) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(created).sort(), ['access_token', 'id', 'name']);
+    assert.equal(created.name, 'acme');
+    assert.ok(Number.isInteger(created.id));
+    const acmeToken = created.access_token as string;
+    const key = await call(gateway.url, 'POST', '/api/token/', { token: acmeToken, body: { name: 'acme-key' } });
+    assert.equal(key.json.success, true, key.text);
+
+    const second = await cliJson(['account', 'token', '--account', 'acme'], dataDir) as Record<string, unknown>;
+    assert.equal(second.scope, 'write');
+    assert.equal((await call(gateway.url, 'GET', '/api/token/', { token: second.access_token as string })).json.data.total, 1);
+
+    const topped = await cliJson(['account', 'topup', '--account', String(created.id), '--usd', '1.5'], dataDir) as Record<string, unknown>;
+    assert.equal(topped.name, 'acme');
+    assert.equal(topped.balance, 4 * 500000);
+
+    const accounts = await cliJson(['account', 'list'], dataDir) as Record<string, unknown>[];
+    assert.deepEqual(accounts.map((account) => account.name), ['admin', 'acme']);
+    assert.equal(accounts[1].balance, 2_000_000);
+
+    await assert.rejects(cliJson(['account', 'create', '--name', 'acme'], dataDir), /already exists/);
+    await assert.rejects(cliJson(['account', 'token', '--account', 'nobody'], dataDir), /no account "nobody"/);
+  });
+
+  test('a read-only token (account token --read-only) reads but gets 403 on create, update, status, delete and reveal', async () => {
+    assert.ok(gateway);
+    const readOnly = await cliJson(['account', 'token', '--account', 'acme', '--read-only'], dataDir) as Record<string, string>;
+    assert.equal(readOnly.scope, 'read');
+    const listed = await call(gateway.url, 'GET', '/api/token/', { token: readOnly.access_token });
+    assert.equal(listed.json.success, true);
+    const id = listed.json.data.items[0].id as number;
+    for (const [method, path, body] of [['POST', '/api/token/', {}], ['PUT', '/api/token/', { id, name: 'x' }],
+      ['PUT', '/api/token/?status_only=true', { id, status: 2 }], ['DELETE', `/api/token/${id}`, undefined],
+      ['POST', `/api/token/${id}/key`, undefined]] as const) {
+      const answer = await call(gateway.url, method, path, { token: readOnly.access_token, body });
+      assert.equal(answer.status, 403, `${method} ${path}`);
+      assert.equal(answer.json.success, false);
+      assert.match(answer.json.message, /no write permission/);
+    }
+  });
+
+  test('rotate-tokens revokes every access token of the account: the old ones answer "access token is invalid"', async () => {
+    assert.ok(gateway);
+    const before = await cliJson(['account', 'token', '--account', 'acme'], dataDir) as Record<string, string>;
+    const rotated = await cliJson(['account', 'rotate-tokens', '--account', 'acme'], dataDir) as Record<string, unknown>;
+    assert.ok((rotated.revoked as number) >= 4, `revoked ${String(rotated.revoked)}`);
+    assert.equal(rotated.scope, 'write');
+    const old = await call(gateway.url, 'GET', '/api/token/', { token: before.access_token });
+    assert.equal(old.status, 200);
+    assert.equal(old.json.success, false);
+    assert.equal(old.json.message, 'access token is invalid');
+    const fresh = await call(gateway.url, 'GET', '/api/token/', { token: rotated.access_token as string });
+    assert.equal(fresh.json.data.total, 1);
+    const admin = await call(gateway.url, 'GET', '/api/token/', { token: firstAdminToken });
+    assert.equal(admin.json.success, true, "another account's tokens are untouched");
+  });
+
+  test('the bin/tollgate launcher runs the CLI', async () => {
+    const { stdout } = await run(process.execPath, [join(REPO_ROOT, 'bin', 'tollgate'), 'account', 'list', '--json'],
+      { env: { ...process.env, TOLLGATE_DATA_DIR: dataDir } });
+    assert.deepEqual((JSON.parse(stdout) as { name: string }[]).map((account) => account.name), ['admin', 'acme']);
+  });
+
+  test('SIGTERM stops the supervisor with exit code 0; a restart keeps every record and does not rewrite admin-token', async () => {
+    assert.ok(gateway);
+    const someKey = (await call(gateway.url, 'GET', '/api/token/?p=0', { token: firstAdminToken })).json.data.items[0];
+    const revealed = (await call(gateway.url, 'POST', `/api/token/${someKey.id}/key`, { token: firstAdminToken })).json.data.key;
+    assert.equal(await gateway.stop('SIGTERM'), 0);
+    gateway = await startSupervisor({ workers: 1, dataDir });
+    assert.equal(gateway.adminToken(), firstAdminToken);
+    assert.equal(statSync(join(dataDir, 'admin-token')).mtimeMs, firstAdminTokenMtime);
+    assert.doesNotMatch(gateway.output(), new RegExp(firstAdminToken), 'the token is not logged again');
+    const listed = await call(gateway.url, 'GET', '/api/token/', { token: firstAdminToken });
+    assert.equal(listed.json.data.total, 300);
+    const again = await call(gateway.url, 'POST', `/api/token/${someKey.id}/key`, { token: firstAdminToken });
+    assert.equal(again.json.data.key, revealed, 'the sealed key still opens after a restart');
+    const accounts = await cliJson(['account', 'list'], dataDir) as Record<string, unknown>[];
+    assert.equal(accounts.find((account) => account.name === 'acme')?.balance, 2_000_000);
+    const created = await call(gateway.url, 'POST', '/api/token/', { token: firstAdminToken, body: {} });
+    assert.ok(created.json.data.id > Math.max(...listed.json.data.items.map((item: { id: number }) => item.id)), 'ids keep increasing');
+  });
+
+  test('kill -9 of a worker: a replacement answers within a second or so', async () => {
+    assert.ok(gateway);
+    const victim = await healthPid(gateway.url);
+    assert.ok(victim);
+    const killedAt = Date.now();
+    process.kill(victim, 'SIGKILL');
+    const replacement = await waitFor(async () => {
+      const pid = await healthPid(gateway!.url);
+      return pid !== undefined && pid !== victim ? pid : undefined;
+    }, 5_000, 10);
+    const elapsed = Date.now() - killedAt;
+    assert.ok(replacement, 'a new worker answers');
+    assert.ok(elapsed < 1500, `replaced after ${elapsed} ms`);
+    const listed = await call(gateway.url, 'GET', '/api/token/', { token: firstAdminToken });
+    assert.equal(listed.json.success, true);
+  });
+});
+
+describe('runtime: SIGTERM drains in-flight requests', () => {
+  for (const front of FRONTS) {
+    test(`${front} front: a POST whose body is half sent when SIGTERM arrives still succeeds; then exit 0`, async () => {
+      const dataDir = tempDir();
+      const gateway = await startSupervisor({ workers: 1, dataDir, env: { TOLLGATE_FRONT: front } });
+      try {
+        await workerPids(gateway.url, 1);
+        const body = JSON.stringify({ name: 'in-flight', padding: 'x'.repeat(2000) });   // unknown fields are ignored
+        const socket = connect({ host: '127.0.0.1', port: gateway.port });
+        const received: Buffer[] = [];
+        socket.on('data', (chunk) => received.push(chunk));
+        const closed = new Promise<void>((resolve) => { socket.on('close', () => resolve()); socket.on('error', () => resolve()); });
+        await new Promise<void>((resolve) => socket.on('connect', resolve));
+        socket.write(`POST /api/token/ HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: ${gateway.adminToken()}\r\n`
+          + `content-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 1000)}`);
+        await sleep(300);   // the worker has the request and half its body
+        const exited = gateway.stop('SIGTERM');
+        await sleep(300);   // the worker is draining now
+        const refused = await call(gateway.url, 'GET', '/healthz').then(() => false, () => true);
+        socket.write(body.slice(1000));
+        await atMost(closed, 5_000);
+        const answer = parseRawAnswer(Buffer.concat(received).toString('utf8'));
+        assert.equal(answer.status, 200, Buffer.concat(received).toString('utf8'));
+        const envelope = JSON.parse(answer.body);
+        assert.equal(envelope.success, true);
+        assert.equal(envelope.data.name, 'in-flight');
+        assert.equal(await exited, 0);
+        assert.equal(refused, true, 'a draining worker takes no new connections');
+        socket.destroy();
+      } finally {
+        await gateway.stop('SIGKILL');
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    });
+  }
+
+  test('SIGINT with a request that never completes: the drain deadline ends it and the exit code is still 0', async () => {
+    const dataDir = tempDir();
+    const configPath = join(dataDir, 'config.json');
+    writeFileSync(configPath, JSON.stringify({ ...EMBEDDED_CONFIG, limits: { drain_timeout_ms: 500 } }));
+    const gateway = await startSupervisor({ workers: 1, dataDir, configPath });
+    try {
+      await workerPids(gateway.url, 1);
+      const socket = connect({ host: '127.0.0.1', port: gateway.port });
+      socket.on('error', () => undefined);
+      const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+      await new Promise<void>((resolve) => socket.on('connect', resolve));
+      socket.write(`POST /api/token/ HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: ${gateway.adminToken()}\r\ncontent-length: 100\r\n\r\n{"na`);
+      await sleep(300);
+      const started = Date.now();
+      assert.equal(await gateway.stop('SIGINT'), 0);
+      const elapsed = Date.now() - started;
+      assert.ok(elapsed >= 400, `exited after ${elapsed} ms: it waited for the in-flight request`);
+      assert.ok(elapsed < 2_400, `exited after ${elapsed} ms: the 500 ms drain deadline (plus the 2 s hard limit) holds`);
+      await atMost(closed, 2_000);
+      assert.equal(socket.destroyed || socket.readableEnded, true, 'the stalled connection was closed');
+      socket.destroy();
+    } finally {
+      await gateway.stop('SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});

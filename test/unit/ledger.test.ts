@@ -1,0 +1,179 @@
+// The quota ledger (DESIGN §5) against a real Store in a temp dir: reserve → settle → refund,
+// 429s that say key or account, two Ledger instances (two workers) sharing one store never
+// overspending a cap, an epoch bump on a cap change, and the reaping of a dead worker's leases.
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { afterEach, beforeEach, test } from 'node:test';
+import { apiKeyDigest, generateApiKey, loadMasterKey, maskKey, seal } from '../../src/auth/secrets';
+import { Ledger } from '../../src/billing/ledger';
+import { KEY_DEFAULTS } from '../../src/formats/token-fields';
+import { createLogger } from '../../src/log';
+import { Store, type KeyRecord, type UsageRecord } from '../../src/store';
+import { tempDir } from '../helpers/gateway';
+
+let dataDir: string;
+let store: Store;
+let ledgers: Ledger[];
+const log = createLogger('error');
+
+beforeEach(() => { dataDir = tempDir('tollgate-ledger-'); store = Store.open(dataDir); ledgers = []; });
+afterEach(async () => {
+  for (const ledger of ledgers) await ledger.close();
+  await store.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+function ledger(workerId: string): Ledger {
+  const created = new Ledger(store, workerId, log, { flushMs: 1, idleReturnMs: 60_000 });
+  ledgers.push(created);
+  return created;
+}
+
+async function setup(balance: number, keyFields: Partial<KeyRecord> = {}): Promise<{ accountId: number; keyId: number }> {
+  const account = await store.accounts.create(`account-${Math.random()}`, 'default', balance);
+  assert.notEqual(account, 'exists');
+  const accountId = (account as { id: number }).id;
+  const secret = generateApiKey();
+  const masterKey = loadMasterKey(dataDir, undefined);
+  const key = await store.keys.create(accountId, { ...KEY_DEFAULTS, remain_quota: 1000, ...keyFields },
+    { sealed: seal(masterKey, secret), masked: maskKey(secret), digest: apiKeyDigest(secret).toString('hex') }, 1000);
+  assert.notEqual(key, 'limit');
+  return { accountId, keyId: (key as KeyRecord).id };
+}
+
+/** what a request sees: the records as they are in the store now */
+const fresh = (ids: { accountId: number; keyId: number }) => ({ key: store.keys.byId(ids.keyId)!, account: store.accounts.get(ids.accountId)! });
+
+function record(ids: { accountId: number; keyId: number }, quota: number): Omit<UsageRecord, 'id'> {
+  return {
+    time: Math.floor(Date.now() / 1000), account_id: ids.accountId, key_id: ids.keyId, key_name: 'k', model: 'm', channel: 'c',
+    endpoint: 'chat.completions', prompt_tokens: 1, completion_tokens: 1, cache_read_tokens: 0, cache_creation_tokens: 0, quota,
+    latency_ms: 1, first_byte_ms: 1, status: 200, end_reason: 'completed', usage_source: 'upstream', stream: false,
+  };
+}
+
+function insufficient(action: () => unknown, which: RegExp): void {
+  assert.throws(action, (error: any) => error.status === 429 && error.code === 'insufficient_quota' && which.test(error.message));
+}
+
+test('reserve → settle charges the settled amount on key and account, with one usage record', async () => {
+  const ids = await setup(10_000, { remain_quota: 1000 });
+  const worker = ledger('w1');
+  const { key, account } = fresh(ids);
+  const reservation = worker.reserve(key, account, 300);
+  assert.ok(store.keys.byId(ids.keyId)!.leased >= 300, 'a lease was taken from the key');
+  assert.equal(store.keys.byId(ids.keyId)!.used_quota, 0, 'leases are not usage');
+  worker.settle(reservation, 120, record(ids, 120));
+  worker.settle(reservation, 999, record(ids, 999));   // a second settle of the same reservation is ignored
+  await worker.flush();
+  const after = fresh(ids);
+  assert.equal(after.key.used_quota, 120);
+  assert.equal(after.key.remain_quota, 880);
+  assert.equal(after.account.balance, 9880);
+  assert.equal(after.account.used_quota, 120);
+  assert.deepEqual(store.usage.sumForKey(ids.accountId, ids.keyId), { quota: 120, count: 1 });
+  await worker.close();
+  assert.equal(store.keys.byId(ids.keyId)!.leased, 0, 'close returns the unused lease');
+  assert.equal(store.accounts.get(ids.accountId)!.leased, 0);
+});
+
+test('refund charges nothing; the reserved amount is free again', async () => {
+  const ids = await setup(10_000, { remain_quota: 500 });
+  const worker = ledger('w1');
+  for (let index = 0; index < 10; index += 1) {
+    const { key, account } = fresh(ids);
+    worker.refund(worker.reserve(key, account, 500));
+  }
+  await worker.flush();
+  assert.equal(fresh(ids).key.remain_quota, 500);
+  assert.equal(fresh(ids).key.used_quota, 0);
+});
+
+test('429 insufficient_quota says key or account', async () => {
+  const capped = await setup(10_000, { remain_quota: 100 });
+  const worker = ledger('w1');
+  insufficient(() => worker.reserve(fresh(capped).key, fresh(capped).account, 101), /key/);
+  worker.reserve(fresh(capped).key, fresh(capped).account, 100);
+  insufficient(() => worker.reserve(fresh(capped).key, fresh(capped).account, 1), /key/);
+  const poor = await setup(50, { remain_quota: 1000 });
+  insufficient(() => worker.reserve(fresh(poor).key, fresh(poor).account, 51), /account/);
+  const unlimited = await setup(50, { unlimited_quota: true, remain_quota: 0 });
+  insufficient(() => worker.reserve(fresh(unlimited).key, fresh(unlimited).account, 51), /account/);
+  worker.reserve(fresh(unlimited).key, fresh(unlimited).account, 50);
+});
+
+test('two workers sharing one store never overspend a cap', async () => {
+  const cap = 10_000;
+  const ids = await setup(1_000_000, { remain_quota: cap });
+  const workers = [ledger('w1'), ledger('w2')];
+  let charged = 0;
+  let refused = 0;
+  // seeded amounts; each call is charged what it reserved (the worst case for the cap)
+  let state = 99;
+  for (let index = 0; index < 400; index += 1) {
+    state = (state * 1103515245 + 12345) % 2147483648;
+    const amount = 10 + (state % 190);
+    const worker = workers[index % 2];
+    const { key, account } = fresh(ids);
+    try {
+      const reservation = worker.reserve(key, account, amount);
+      worker.settle(reservation, amount, record(ids, amount));
+      charged += amount;
+    } catch (error) {
+      assert.equal((error as { code?: string }).code, 'insufficient_quota');
+      refused += 1;
+    }
+    if (index % 7 === 0) await worker.flush();
+  }
+  await Promise.all(workers.map((worker) => worker.flush()));
+  assert.ok(refused > 0, 'the cap was reached');
+  assert.ok(charged <= cap, `charged ${charged} ≤ cap ${cap}`);
+  const after = fresh(ids);
+  assert.equal(after.key.used_quota, charged);
+  assert.equal(after.key.remain_quota, cap - charged);
+  assert.equal(store.usage.sumForKey(ids.accountId, ids.keyId).quota, charged);
+  assert.ok(after.key.leased <= after.key.remain_quota, 'leases never exceed what remains');
+  assert.ok(charged > cap - 2 * 200, `the cap is nearly used up (${charged} of ${cap}), not stranded in leases`);
+});
+
+test('a cap change bumps the epoch: an old lease cannot be drawn on', async () => {
+  const ids = await setup(1_000_000, { remain_quota: 100_000 });
+  const worker = ledger('w1');
+  const first = worker.reserve(fresh(ids).key, fresh(ids).account, 100);
+  worker.settle(first, 100, record(ids, 100));
+  await worker.flush();
+  assert.ok(store.keys.byId(ids.keyId)!.leased > 1000, 'the worker holds a large lease');
+  const key = store.keys.byId(ids.keyId)!;
+  await store.keys.replace(ids.accountId, ids.keyId, { ...key, remain_quota: 50 });
+  const bumped = store.keys.byId(ids.keyId)!;
+  assert.equal(bumped.epoch, key.epoch + 1);
+  assert.equal(bumped.leased, 0);
+  insufficient(() => worker.reserve(fresh(ids).key, fresh(ids).account, 100), /key/);
+  const small = worker.reserve(fresh(ids).key, fresh(ids).account, 50);
+  worker.settle(small, 50, record(ids, 50));
+  await worker.flush();
+  assert.equal(fresh(ids).key.remain_quota, 0);
+  insufficient(() => worker.reserve(fresh(ids).key, fresh(ids).account, 1), /key/);
+});
+
+test('a dead worker: reap returns its leases (open reservations included)', async () => {
+  const ids = await setup(100_000, { remain_quota: 5000 });
+  const dead = new Ledger(store, 'dead-worker', log, { flushMs: 1, idleReturnMs: 60_000 });
+  dead.reserve(fresh(ids).key, fresh(ids).account, 400);
+  dead.reserve(fresh(ids).key, fresh(ids).account, 400);
+  assert.ok(fresh(ids).key.leased >= 800);
+  assert.ok(fresh(ids).account.leased >= 800);
+  const other = ledger('alive');
+  const kept = other.reserve(fresh(ids).key, fresh(ids).account, 100);
+  const otherLease = fresh(ids).key.leases.alive;
+  assert.ok(otherLease >= 100);
+  assert.ok(await store.ledger.reap('dead-worker') >= 2);
+  assert.equal(fresh(ids).key.leases['dead-worker'], undefined);
+  assert.equal(fresh(ids).key.leased, otherLease, 'only the dead worker lost its lease');
+  other.settle(kept, 100, record(ids, 100));
+  await other.close();
+  const after = fresh(ids);
+  assert.equal(after.key.leased, 0);
+  assert.equal(after.account.leased, 0);
+  assert.equal(after.key.remain_quota + after.key.used_quota, 5000);
+});

@@ -1,0 +1,250 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import { OpenAIStreamTail, parseUsageFromChatResponse, type Usage } from '../../src/formats/openai-stream-tail';
+import { SseDecoder } from '../../src/formats/sse';
+import { countTokens } from '../../src/billing/tokens';
+
+type Json = Record<string, any>;
+
+const CREATED = 1700000000;
+const UPSTREAM_USAGE = { prompt_tokens: 12, completion_tokens: 9, total_tokens: 21, prompt_tokens_details: { cached_tokens: 0 } };
+
+function chunk(choices: Json[], extra: Json = {}): string {
+  return `data: ${JSON.stringify({ id: 'chatcmpl-up1', object: 'chat.completion.chunk', created: CREATED, model: 'gpt-4o-2024-08-06', system_fingerprint: 'fp_1', choices, ...extra })}\n\n`;
+}
+const delta = (value: Json, finishReason: string | null = null, index = 0) => chunk([{ index, delta: value, logprobs: null, finish_reason: finishReason }]);
+const PIECES = ['Hello', ', wor', 'ld "quoted" \\ é', ' 🌍\n中文'];
+const CONTENT = PIECES.join('');
+
+function openAIStream(options: { usage?: boolean; done?: boolean; finish?: boolean } = {}): string[] {
+  const events = [delta({ role: 'assistant', content: '' }), ...PIECES.map((piece) => delta({ content: piece }))];
+  if (options.finish ?? true) events.push(delta({}, 'stop'));
+  if (options.usage ?? true) events.push(chunk([], { usage: UPSTREAM_USAGE }));
+  if (options.done ?? true) events.push('data: [DONE]\n\n');
+  return events;
+}
+
+interface Run {
+  forwarded: Buffer;
+  output: Buffer;
+  result: ReturnType<OpenAIStreamTail['finish']>;
+}
+
+function run(chunks: Array<string | Buffer>, options: { maxTextBytes?: number; fallback?: (text: string) => Usage } = {}): Run {
+  const tail = new OpenAIStreamTail({ model: 'client-model', maxTextBytes: options.maxTextBytes });
+  const forwarded: Buffer[] = [];
+  for (const piece of chunks) {
+    const out = tail.push(Buffer.isBuffer(piece) ? piece : Buffer.from(piece));
+    if (out !== null) forwarded.push(out);
+  }
+  const result = tail.finish(options.fallback);
+  const forwardedBytes = Buffer.concat(forwarded);
+  return { forwarded: forwardedBytes, output: Buffer.concat([forwardedBytes, result.tail]), result };
+}
+
+function dataEvents(bytes: Buffer): string[] {
+  const decoder = new SseDecoder();
+  return [...decoder.push(bytes), ...decoder.end()].map((event) => event.data);
+}
+
+function contentOf(bytes: Buffer): string {
+  return dataEvents(bytes).filter((data) => data !== '[DONE]')
+    .map((data) => JSON.parse(data).choices.map((choice: Json) => choice.delta.content ?? '').join('')).join('');
+}
+
+test('forwards ordinary events verbatim and ends with one empty-delta chunk carrying finish_reason and usage, then [DONE]', () => {
+  const events = openAIStream();
+  const { forwarded, output, result } = run(events);
+  assert.equal(forwarded.toString(), events.slice(0, 5).join(''), 'content events pass through byte for byte');
+  const data = dataEvents(output);
+  assert.equal(data.at(-1), '[DONE]');
+  assert.equal(data.filter((item) => item === '[DONE]').length, 1);
+  const final = JSON.parse(data.at(-2)!);
+  assert.deepEqual(final, {
+    id: 'chatcmpl-up1', object: 'chat.completion.chunk', created: CREATED, model: 'client-model', system_fingerprint: 'fp_1',
+    choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: UPSTREAM_USAGE,
+  });
+  assert.equal(contentOf(output), CONTENT);
+  assert.equal(result.usageSource, 'upstream');
+  assert.equal(result.finishReason, 'stop');
+  assert.equal(result.sawDone, true);
+  assert.equal(result.completionTextBytes, Buffer.byteLength(CONTENT));
+});
+
+test('the official openai client reads the rewritten stream: full text, finish_reason and usage on the last chunk', async () => {
+  const { output } = run(openAIStream());
+  const client = new OpenAI({
+    apiKey: 'sk-test', baseURL: 'http://127.0.0.1:9/v1', maxRetries: 0,
+    fetch: async () => new Response(new Uint8Array(output), { headers: { 'content-type': 'text/event-stream' } }),
+  });
+  const stream = await client.chat.completions.create({ model: 'client-model', messages: [{ role: 'user', content: 'hi' }], stream: true });
+  let text = '';
+  let last: OpenAI.Chat.Completions.ChatCompletionChunk | undefined;
+  for await (const item of stream) {
+    text += item.choices[0]?.delta.content ?? '';
+    last = item;
+  }
+  assert.equal(text, CONTENT);
+  assert.equal(last?.choices[0].finish_reason, 'stop');
+  assert.deepEqual(last?.choices[0].delta, {});
+  assert.equal(last?.usage?.total_tokens, 21);
+});
+
+test('gives the same bytes however the upstream cuts its chunks, with LF or CRLF framing', () => {
+  for (const framing of ['\n', '\r\n']) {
+    const whole = Buffer.from(openAIStream().join('').replace(/\n/g, framing));
+    const expected = run([whole]).output.toString();
+    assert.equal(dataEvents(Buffer.from(expected)).at(-1), '[DONE]');
+    for (let cut = 1; cut < whole.length; cut += 1) {
+      assert.equal(run([whole.subarray(0, cut), whole.subarray(cut)]).output.toString(), expected, `cut at ${cut}`);
+    }
+    const bytes = Array.from({ length: whole.length }, (_, index) => whole.subarray(index, index + 1));
+    assert.equal(run(bytes).output.toString(), expected, 'one byte at a time');
+  }
+});
+
+test('without upstream usage the fallback gets the completion text and the usage is marked estimated', () => {
+  let seen = '';
+  const { output, result } = run(openAIStream({ usage: false }), {
+    fallback: (text) => {
+      seen = text;
+      return { prompt_tokens: 5, completion_tokens: 7, total_tokens: 12 };
+    },
+  });
+  assert.equal(seen, CONTENT);
+  assert.equal(result.usageSource, 'estimated');
+  assert.deepEqual(JSON.parse(dataEvents(output).at(-2)!).usage, { prompt_tokens: 5, completion_tokens: 7, total_tokens: 12 });
+});
+
+test('without usage and without a fallback the completion is counted with the tokenizer', () => {
+  const { result } = run(openAIStream({ usage: false }));
+  assert.equal(result.usage.completion_tokens, countTokens(CONTENT));
+  assert.equal(result.usage.total_tokens, result.usage.completion_tokens);
+});
+
+test('content carried by the finishing chunk is re-emitted unfinished, never lost', () => {
+  const events = [
+    delta({ role: 'assistant', content: 'Hi' }),
+    chunk([{ index: 0, delta: { content: ' there' }, finish_reason: 'length' }], { usage: UPSTREAM_USAGE }),
+    'data: [DONE]\n\n',
+  ];
+  const { output, result } = run(events);
+  const data = dataEvents(output);
+  assert.equal(contentOf(output), 'Hi there');
+  const reEmitted = JSON.parse(data[1]);
+  assert.equal(reEmitted.choices[0].finish_reason, null);
+  assert.equal(reEmitted.usage, undefined);
+  assert.equal(JSON.parse(data[2]).choices[0].finish_reason, 'length');
+  assert.equal(result.finishReason, 'length');
+});
+
+test('a stream cut short has no [DONE]; the tail still closes it with finish_reason stop', () => {
+  const { output, result } = run(openAIStream({ usage: false, done: false, finish: false }));
+  assert.equal(result.sawDone, false);
+  assert.equal(result.finishReason, null);
+  assert.equal(JSON.parse(dataEvents(output).at(-2)!).choices[0].finish_reason, 'stop');
+});
+
+test('look-alike text inside content is not mistaken for a terminal event', () => {
+  const tricky = 'say "finish_reason":"stop", "usage":{"prompt_tokens":1} and\ndata: [DONE]';
+  const events = [delta({ content: tricky }), delta({ content: '[DONE]' }), ...openAIStream().slice(-3)];
+  const { forwarded, output } = run(events);
+  assert.equal(forwarded.toString(), events[0] + events[1]);
+  assert.equal(contentOf(output), `${tricky}[DONE]`);
+});
+
+test('CRLF framing and spaced JSON are understood', () => {
+  const spaced = (value: Json) => `data: ${JSON.stringify(value).replace(/":/g, '": ').replace(/,"/g, ', "')}\r\n\r\n`;
+  const events = [
+    spaced({ id: 'x1', created: 5, choices: [{ index: 0, delta: { content: 'a' }, finish_reason: null }] }),
+    spaced({ id: 'x1', created: 5, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: UPSTREAM_USAGE }),
+    'data: [DONE]\r\n\r\n',
+  ];
+  const { forwarded, output, result } = run(events);
+  assert.equal(forwarded.toString(), events[0]);
+  assert.equal(result.usageSource, 'upstream');
+  assert.equal(result.sawDone, true);
+  const final = JSON.parse(dataEvents(output).at(-2)!);
+  assert.equal(final.id, 'x1');
+  assert.equal(final.created, 5);
+});
+
+test('several choices each get a final chunk; only the last carries usage', () => {
+  const events = [
+    delta({ content: 'a' }, null, 0), delta({ content: 'b' }, null, 1),
+    delta({}, 'stop', 1), delta({}, 'length', 0), chunk([], { usage: UPSTREAM_USAGE }), 'data: [DONE]\n\n',
+  ];
+  const finals = dataEvents(run(events).output).slice(-3, -1).map((data) => JSON.parse(data));
+  assert.deepEqual(finals.map((item) => item.choices[0]), [
+    { index: 0, delta: {}, finish_reason: 'length' }, { index: 1, delta: {}, finish_reason: 'stop' },
+  ]);
+  assert.equal(finals[0].usage, undefined);
+  assert.deepEqual(finals[1].usage, UPSTREAM_USAGE);
+});
+
+test('text kept for counting is bounded; counts for the rest are scaled from the bytes forwarded', () => {
+  const words = Array.from({ length: 400 }, (_, index) => `word${String(index).padStart(3, '0')} `);
+  const events = [...words.map((word) => delta({ content: word })), 'data: [DONE]\n\n'];
+  const fullText = words.join('');
+  let seen = '';
+  const { result } = run(events, {
+    maxTextBytes: 4096,
+    fallback: (text) => {
+      seen = text;
+      return { prompt_tokens: 3, completion_tokens: countTokens(text), total_tokens: 0 };
+    },
+  });
+  assert.ok(seen.length > 0 && seen.length <= 4096, `kept ${seen.length} chars`);
+  assert.ok(fullText.startsWith(seen), 'the kept text is the start of the completion');
+  const exact = countTokens(fullText);
+  const close = (value: number, target: number) => Math.abs(value - target) / target < 0.1;
+  assert.ok(close(result.usage.completion_tokens, exact), `estimate ${result.usage.completion_tokens} vs ${exact}`);
+  assert.equal(result.usage.total_tokens, result.usage.completion_tokens + 3);
+  assert.ok(close(result.completionTextBytes, Buffer.byteLength(fullText)), `${result.completionTextBytes} bytes`);
+  assert.ok(close(run(events, { maxTextBytes: 4096 }).result.usage.completion_tokens, exact));
+});
+
+test('tool call arguments count as completion text', () => {
+  const call = (value: Json) => delta({ tool_calls: [{ index: 0, ...value }] });
+  const events = [
+    call({ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '' } }),
+    call({ function: { arguments: '{"city":' } }), call({ function: { arguments: '"Paris"}' } }),
+    delta({}, 'tool_calls'), 'data: [DONE]\n\n',
+  ];
+  let seen = '';
+  run(events, { fallback: (text) => ((seen = text), { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }) });
+  assert.equal(seen, '{"city":"Paris"}');
+});
+
+test('nothing after [DONE] is forwarded', () => {
+  const tail = new OpenAIStreamTail({ model: 'm' });
+  const out = tail.push(Buffer.from(`${delta({ content: 'a' })}data: [DONE]\n\n${delta({ content: 'late' })}`));
+  assert.equal(out?.toString(), delta({ content: 'a' }));
+  assert.equal(tail.push(Buffer.from(delta({ content: 'later' }))), null);
+  assert.equal(tail.finish().sawDone, true);
+});
+
+test('a last event without its blank line still counts', () => {
+  const { output, result } = run([delta({ content: 'a' }), 'data: [DONE]\n']);
+  assert.equal(result.sawDone, true);
+  assert.equal(dataEvents(output).filter((data) => data === '[DONE]').length, 1);
+});
+
+test('firstContentSeen turns true with the first forwarded event; an id is generated when the upstream has none', () => {
+  const tail = new OpenAIStreamTail({ model: 'm' });
+  assert.equal(tail.push(Buffer.from('data: {"choices":[{"index":0,"delta":{"content":"x"}')), null);
+  assert.equal(tail.firstContentSeen, false);
+  assert.notEqual(tail.push(Buffer.from(',"finish_reason":null}]}\n\n')), null);
+  assert.equal(tail.firstContentSeen, true);
+  const final = JSON.parse(dataEvents(tail.finish().tail)[0]);
+  assert.match(final.id, /^chatcmpl-[0-9a-f]{24}$/);
+  assert.equal(typeof final.created, 'number');
+});
+
+test('parseUsageFromChatResponse reads usage of a non-stream body', () => {
+  const body = JSON.stringify({ id: 'x', object: 'chat.completion', choices: [], usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 } });
+  assert.deepEqual(parseUsageFromChatResponse(Buffer.from(body)), { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 });
+  assert.equal(parseUsageFromChatResponse('{"choices":[]}'), undefined);
+  assert.equal(parseUsageFromChatResponse('not json'), undefined);
+});
