@@ -9,7 +9,7 @@ import type { GatewayContext } from './context';
 import { renderError, GatewayError } from './errors';
 import { createHttpServer, type HttpServer } from './http';
 import { createLogger, type Logger } from './log';
-import { createDispatcher } from './routes';
+import { createDispatcher, dialectForPath } from './routes';
 import { Store } from './store';
 import { Ledger } from './billing/ledger';
 import { ChannelSelector } from './relay/channels';
@@ -32,9 +32,14 @@ export interface GatewayOptions {
   workerId?: string;
 }
 
-function rejectionAnswer(status: number, message: string) {
-  const rendered = renderError(new GatewayError({ status, type: 'invalid_request_error', code: `http_${status}`, message }), 'openai');
-  return { headers: rendered.headers, body: rendered.body };
+/** Answers the front gives itself (oversized URL or headers, …), in the dialect of the path. */
+function rejectionAnswerFor(config: Config) {
+  const videoPrefix = `/${config.video.vendor}/`;
+  return (status: number, message: string, path?: string) => {
+    const dialect = path === undefined ? 'openai' : dialectForPath(path, videoPrefix);
+    const rendered = renderError(new GatewayError({ status, type: 'invalid_request_error', code: `http_${status}`, message }), dialect);
+    return { headers: rendered.headers, body: rendered.body };
+  };
 }
 
 /**
@@ -84,7 +89,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
       maxUrlBytes: config.limits.maxUrlBytes,
     },
     handler: createDispatcher(context),
-    rejection: rejectionAnswer,
+    rejection: rejectionAnswerFor(config),
   }, config.front, (message) => log.warn(message));
   const port = await server.listen();
 

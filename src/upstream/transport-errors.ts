@@ -3,7 +3,9 @@
 import { GatewayError } from '../errors';
 
 export function fromTransportError(error: unknown, channel: string): GatewayError {
-  const code = (error as { code?: string })?.code ?? (error as Error)?.name ?? 'unknown';
+  const name = (error as Error)?.name;
+  // an abort reason is a DOMException whose numeric legacy `code` (20) says nothing: go by its name
+  const code = name === 'AbortError' ? name : (error as { code?: string })?.code ?? name ?? 'unknown';
   switch (code) {
     case 'UND_ERR_CONNECT_TIMEOUT':
       return new GatewayError({ status: 504, type: 'api_error', code: 'upstream_connect_timeout', message: `upstream channel ${channel} did not accept the connection in time`, retryable: true });

@@ -9,6 +9,8 @@ import { startMockUpstream, type MockUpstream } from '../../scripts/mock-upstrea
 import { startTestGateway, type TestGateway } from '../helpers/gateway';
 
 export const UPSTREAM_KEY = 'upstream-key-1';
+/** small enough to test the 413, large enough for the 64 KiB offload bodies */
+export const MODEL_BODY_LIMIT = 1024 * 1024;
 /** the anthropic channel maps the gateway's name to this upstream name */
 export const UPSTREAM_CLAUDE = 'claude-upstream-1';
 
@@ -88,7 +90,7 @@ export async function startMessagesSetup(extra: Record<string, unknown> = {}): P
       { name: 'cache-upstream', type: 'anthropic', base_url: `${cache.url}/v1`, keys: ['cache-key'], models: ['claude-cache'] },
       simulator,
     ],
-    limits: { reveal: { count: 10_000, window_seconds: 600 } },
+    limits: { reveal: { count: 10_000, window_seconds: 600 }, model_body_bytes: MODEL_BODY_LIMIT },
     ...extra,
   };
   const gateway = await startTestGateway({ raw });

@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { buildPieces } from '../../scripts/mock-upstream/content';
-import { createKey, flushCharges, keyObject } from './chat-harness';
+import { createKey, eventually, flushCharges, keyObject } from './chat-harness';
 import {
-  anthropicClient, anthropicEvents, CACHE_TEXT, CACHE_USAGE, expectedQuota, PNG_BASE64, postMessages, PRICES, startMessagesSetup,
+  anthropicClient, anthropicEvents, CACHE_TEXT, CACHE_USAGE, expectedQuota, MODEL_BODY_LIMIT, PNG_BASE64, postMessages, PRICES, startMessagesSetup,
   UPSTREAM_CLAUDE, UPSTREAM_KEY, type MessagesSetup,
 } from './messages-harness';
 
@@ -232,6 +232,29 @@ describe('/v1/messages with @anthropic-ai/sdk', () => {
       }), Anthropic.BadRequestError, 400, 'invalid_request_error', /image/);
     });
 
+    test('413 request_too_large for a body over the limit; 405 and unknown paths under /v1/messages too', async () => {
+      const big = await postMessages(setup.url, { 'x-api-key': key }, { ...hello('claude-mock'), system: 'x'.repeat(MODEL_BODY_LIMIT) });
+      assert.equal(big.status, 413);
+      assert.equal(big.json.type, 'error');
+      assert.equal(big.json.error.type, 'request_too_large');
+      const get = await fetch(`${setup.url}/v1/messages`, { headers: { 'x-api-key': key } });
+      assert.equal(get.status, 405);
+      assert.equal(((await get.json()) as any).error.type, 'invalid_request_error');
+      const unknown = await postMessages(setup.url.replace(/$/, '/v1/messages'), { 'x-api-key': key }, hello('claude-mock'));
+      assert.equal(unknown.status, 404);
+      assert.equal(unknown.json.error.type, 'not_found_error');
+    });
+
+    test('400 for what a reasoning model refuses: a system prompt, stream, temperature', async () => {
+      const client = anthropicClient(setup.url, key);
+      await expectError(client.messages.create({ ...hello('sim-reasoner'), system: 'Be brief.' }), Anthropic.BadRequestError, 400, 'invalid_request_error', /system/);
+      await expectError(client.messages.create({ ...hello('sim-reasoner'), temperature: 0.2 } as Anthropic.MessageCreateParamsNonStreaming),
+        Anthropic.BadRequestError, 400, 'invalid_request_error', /temperature/);
+      await expectError(client.messages.create({ ...hello('sim-reasoner'), stream: true }), Anthropic.BadRequestError, 400, 'invalid_request_error', /stream/);
+      const reply = await client.messages.create(hello('sim-reasoner'));
+      assert.equal(reply.type, 'message', 'without them the model answers');
+    });
+
     test('429 rate_limit_error when the key quota is too low', async () => {
       const poor = await createKey(setup.url, setup.gateway.adminToken, { remain_quota: 1 });
       await expectError(anthropicClient(setup.url, poor.key).messages.create(hello('claude-mock')), Anthropic.RateLimitError, 429, 'rate_limit_error', /quota/i);
@@ -265,6 +288,31 @@ describe('/v1/messages with @anthropic-ai/sdk', () => {
         assert.equal(record.usage_source, 'estimated');
         assert.ok(record.completion_tokens >= 3, `delivered pieces are billed: ${record.completion_tokens}`);
       }
+    });
+
+    test('client gone mid-stream: the upstream request is aborted and what was delivered is billed', async () => {
+      const own = await createKey(setup.url, setup.gateway.adminToken);
+      setup.mock.script({ silenceAfterChunks: 3, silenceMs: 5_000 });
+      const controller = new AbortController();
+      const response = await fetch(`${setup.url}/v1/messages`, {
+        method: 'POST', signal: controller.signal, headers: { 'content-type': 'application/json', 'x-api-key': own.key },
+        body: JSON.stringify({ ...hello('claude-mock'), max_tokens: 100, stream: true }),
+      });
+      const reader = response.body!.getReader();
+      let received = '';
+      for (let reads = 0; reads < 50 && !received.includes('" the"'); reads += 1) received += new TextDecoder().decode((await reader.read()).value);
+      assert.match(received, /" the"/, 'three pieces arrived');
+      controller.abort();
+      await eventually(async () => {
+        await flushCharges(setup);
+        return store().usage.list(1, { keyId: own.id }, 0, 10).items.length === 1;
+      }, 5_000, 'the usage record');
+      const [record] = store().usage.list(1, { keyId: own.id }, 0, 10).items;
+      assert.equal(record.end_reason, 'client_gone');
+      assert.equal(record.completion_tokens, 3);
+      assert.ok(record.quota > 0);
+      await eventually(() => setup.mock.requests.at(-1)!.aborted, 5_000, 'the upstream request to be aborted');
+      setup.mock.reset();
     });
 
     test('a stream whose upstream leaves out message_stop after message_delta still ends with message_stop', async () => {
