@@ -2,7 +2,7 @@
 // PASS/FAIL lines with the measured ratio, written as JSON and Markdown under bench/results/.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { availableParallelism, release } from 'node:os';
+import { cpus, release } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { FirstByteResult, IdleReport, LoadResult, Scenario, ScenarioId } from './load';
 
@@ -24,7 +24,7 @@ export function describeMachine(): Machine {
     const dirty = execFileSync('git', ['-C', root, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
     if (dirty) commit += ' (with uncommitted changes)';
   } catch { /* not a git checkout */ }
-  return { cpu, cores: availableParallelism(), node: process.version, kernel: `${process.platform} ${release()}`, commit };
+  return { cpu, cores: cpus().length, node: process.version, kernel: `${process.platform} ${release()}`, commit };
 }
 
 export interface TargetRun {

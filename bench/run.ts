@@ -4,6 +4,7 @@
 //   --soak [--requests N]                N mixed requests through Tollgate, worker RSS watched
 //   --micro                              tinybench micro benchmarks (bench/micro.ts)
 import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { checkEndpoint, chatBody, IdleConnections, measureFirstByte, runLoad, scenarios, type Endpoint, type Scenario } from './load';
 import { ChildProcesses, choosePlacement, MemorySampler, pinSelf, readMemory, type Placement } from './processes';
@@ -98,27 +99,40 @@ function log(line: string): void { process.stderr.write(`${line}\n`); }
 
 interface Measure { options: Options; scenarioList: Scenario[]; model: string }
 
-/** The scenarios against one target; idle connections (if any) are held during the throughput ones. */
-async function measureTarget(run: TargetRun, endpoint: Endpoint, measure: Measure, idleCount: number, idleUrl?: string): Promise<void> {
+interface Subject { run: TargetRun; endpoint: Endpoint; idle?: { count: number; url: string } }
+
+/**
+ * Every scenario against every target, interleaved (scenario by scenario, target after target) so a
+ * slow minute of a shared machine hits all targets alike. Idle connections of a target are opened
+ * before its first throughput scenario and held until its last one has ended.
+ */
+async function measureAll(subjects: Subject[], measure: Measure): Promise<void> {
   const { options, scenarioList, model } = measure;
-  await checkEndpoint(endpoint, model);
-  let idle: IdleConnections | undefined;
+  for (const subject of subjects) await checkEndpoint(subject.endpoint, model);
+  const lastThroughput = scenarioList.filter((scenario) => scenario.connections > 1).at(-1);
+  const open = new Map<Subject, IdleConnections>();
   try {
     for (const scenario of scenarioList) {
-      if (scenario.connections > 1 && idleCount > 0 && idleUrl && !idle) {
-        log(`  opening ${idleCount} idle keep-alive connections`);
-        idle = new IdleConnections(idleUrl, idleCount);
-        await idle.open();
-      }
-      log(`  ${run.label}: ${scenario.label}`);
-      run.scenarios[scenario.id] = await runLoad(endpoint, chatBody(model, scenario.stream), scenario.connections, options.duration, options.warmup);
-      if (scenario.id === 'stream-1' && options.ttfbRequests > 0) {
-        log(`  ${run.label}: time to first byte`);
-        run.firstByte = await measureFirstByte(endpoint, chatBody(model, true), options.ttfbRequests, 15);
+      for (const subject of subjects) {
+        const { run, endpoint } = subject;
+        if (scenario.connections > 1 && subject.idle && subject.idle.count > 0 && !open.has(subject)) {
+          log(`  ${run.label}: opening ${subject.idle.count} idle keep-alive connections`);
+          const idle = new IdleConnections(subject.idle.url, subject.idle.count);
+          open.set(subject, idle);
+          await idle.open();
+        }
+        log(`  ${run.label}: ${scenario.label}`);
+        run.scenarios[scenario.id] = await runLoad(endpoint, chatBody(model, scenario.stream), scenario.connections, options.duration, options.warmup);
+        if (scenario.id === 'stream-1' && options.ttfbRequests > 0) {
+          log(`  ${run.label}: time to first byte`);
+          run.firstByte = await measureFirstByte(endpoint, chatBody(model, true), options.ttfbRequests, 15);
+        }
+        const idle = open.get(subject);
+        if (idle && scenario === lastThroughput) { run.idle = idle.report(); idle.close(); open.delete(subject); }
       }
     }
   } finally {
-    if (idle) { run.idle = idle.report(); idle.close(); }
+    for (const [subject, idle] of open) { subject.run.idle ??= idle.report(); idle.close(); }
   }
 }
 
@@ -132,44 +146,39 @@ function tollgateMemory(tollgate: Tollgate, sampler: MemorySampler): { process: 
 
 async function compare(options: Options, placement: Placement, children: ChildProcesses, notes: string[]): Promise<{ targets: TargetRun[]; checks: Check[] }> {
   const measure: Measure = { options, scenarioList: scenarios(options.connections), model: BENCH_MODEL };
-  const targets: TargetRun[] = [];
-
-  log('starting the mock upstream');
+  log('starting the mock upstream, the pass-through and Tollgate');
   const mock = await startMock(children, placement, options.chunks);
-  const direct = newRun('mock', '(a) mock direct', mock.url);
-  targets.push(direct);
-  await measureTarget(direct, chatEndpoint(mock.url), measure, 0);
-
-  log('starting the pass-through');
   const passthrough = await startPassthroughProcess(children, placement, mock.url);
-  const baseline = newRun('passthrough', '(b) pass-through', passthrough.url);
-  targets.push(baseline);
-  const baselineSampler = new MemorySampler(() => [passthrough.pid]);
-  baselineSampler.start();
-  await measureTarget(baseline, chatEndpoint(passthrough.url), measure, 0);
-  baselineSampler.stop();
-  baseline.memory = [...baselineSampler.peakKb].map(([pid, peakKb]) => ({ process: `pass-through (pid ${pid})`, peakKb }));
-  // off core 0 before Tollgate starts there
-  await children.stop(passthrough.pid);
-
-  log('starting Tollgate');
   const tollgate = await startTollgate(children, placement, mock.url, 100_000);
   try {
+    const direct = newRun('mock', '(a) mock direct', mock.url);
+    const baseline = newRun('passthrough', '(b) pass-through', passthrough.url);
     const full = newRun('tollgate', '(c) Tollgate', tollgate.url);
-    targets.push(full);
+    const baselineSampler = new MemorySampler(() => [passthrough.pid]);
     const sampler = new MemorySampler(() => [tollgate.supervisorPid, ...tollgate.workerPids()]);
+    baselineSampler.start();
     sampler.start();
-    await measureTarget(full, chatEndpoint(tollgate.url, tollgate.key), measure, options.idle, tollgate.url);
+    await measureAll([
+      { run: direct, endpoint: chatEndpoint(mock.url) },
+      { run: baseline, endpoint: chatEndpoint(passthrough.url) },
+      { run: full, endpoint: chatEndpoint(tollgate.url, tollgate.key), idle: { count: options.idle, url: tollgate.url } },
+    ], measure);
+    baselineSampler.stop();
     sampler.stop();
+    baseline.memory = [...baselineSampler.peakKb].map(([pid, peakKb]) => ({ process: `pass-through (pid ${pid})`, peakKb }));
     full.memory = tollgateMemory(tollgate, sampler);
     await children.stop(tollgate.supervisorPid);
+    const targets = [direct, baseline, full];
+    notes.push('Tollgate: supervisor + 1 worker (TOLLGATE_WORKERS=1), fresh data dir, full path (auth, validation, reserve, relay, settle, usage record)');
+    notes.push('scenarios run interleaved: each scenario against (a), (b), (c) in turn; the pass-through and Tollgate both stay up, only one is loaded at a time');
+    if (options.idle > 0) notes.push(`the ${options.idle} idle connections are opened before Tollgate's first throughput scenario and held until its last one ended`);
+    const evaluated = evaluateTargets(targets);
+    notes.push(...evaluated.notes);
+    return { targets, checks: evaluated.checks };
   } finally {
+    await children.stop(tollgate.supervisorPid);
     tollgate.cleanup();
   }
-  notes.push(`Tollgate: supervisor + 1 worker (TOLLGATE_WORKERS=1), fresh data dir, full path (auth, validation, reserve, relay, settle, usage record)`);
-  const evaluated = evaluateTargets(targets);
-  notes.push(...evaluated.notes);
-  return { targets, checks: evaluated.checks };
 }
 
 async function external(options: Options, notes: string[]): Promise<{ targets: TargetRun[]; checks: Check[] }> {
@@ -178,7 +187,7 @@ async function external(options: Options, notes: string[]): Promise<{ targets: T
   const run = newRun('target', `target ${new URL(endpoint.url).host}`, endpoint.url);
   notes.push(`target mode: only ${endpoint.url} (model ${model}) was measured; no mock, no pass-through baseline, so no ratios or PASS/FAIL targets`);
   const origin = new URL(endpoint.url).origin;
-  await measureTarget(run, endpoint, { options, scenarioList: scenarios(options.connections), model }, options.idle, origin);
+  await measureAll([{ run, endpoint, idle: { count: options.idle, url: origin } }], { options, scenarioList: scenarios(options.connections), model });
   return { targets: [run], checks: [] };
 }
 
@@ -214,6 +223,7 @@ async function main(): Promise<void> {
   }
   const startedAt = new Date().toISOString();
   const notes: string[] = [];
+  const loadAtStart = loadavg()[0];
   const placement: Placement = options.target && !options.clientCpus
     ? { pinned: false, gatewayCpus: '', clientCpus: '', description: 'load generator not pinned (target mode: the endpoint runs outside this benchmark; pass --client-cpus to pin it)' }
     : choosePlacement({ gatewayCpus: options.gatewayCpus, clientCpus: options.clientCpus });
@@ -246,6 +256,9 @@ async function main(): Promise<void> {
     const measured: Pick<RunReport, 'targets' | 'checks' | 'soak'> = kind === 'soak' ? await soak(options, placement, children, notes)
       : kind === 'target' ? await external(options, notes)
         : await compare(options, placement, children, notes);
+    const loadAtEnd = loadavg()[0];
+    notes.push(`load average (1 min) at start ${loadAtStart.toFixed(2)}, at end ${loadAtEnd.toFixed(2)} (the end value includes the benchmark itself)${loadAtStart > 0.5
+      ? ': other processes were using the CPUs when the run started, so the numbers are noisier than on an idle machine' : ''}`);
     const settings: RunReport['settings'] = kind === 'soak'
       ? { requests: options.requests, connections: options.connections, 'max seconds': options.maxSeconds, 'mock chunks': options.chunks }
       : {

@@ -61,6 +61,33 @@ describe('chat failures on one channel', () => {
     assert.equal(object.used_quota, record.quota);
   });
 
+  test('client leaves before the first byte: upstream aborted, recorded 499 client_gone at quota 0, slot freed', async () => {
+    const probe = await createKey(setup.url, setup.gateway.adminToken, { name: 'impatient', group: 'single' });
+    for (const stream of [false, true]) {
+      setup.mock.script({ delayHeadersMs: 250 });
+      const sent = setup.mock.requests.length;
+      const controller = new AbortController();
+      const pending = fetch(`${setup.url}/v1/chat/completions`, {
+        method: 'POST', signal: controller.signal,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${probe.key}` },
+        body: JSON.stringify({ model: 'mock-chat', messages: HELLO, stream }),
+      }).catch((error: Error) => error.name);
+      await eventually(() => setup.mock.requests.length > sent && setup.mock.requests[sent].body !== undefined, 2000, 'the upstream request');
+      const upstream = setup.mock.requests[sent];
+      controller.abort();
+      assert.equal(await pending, 'AbortError');
+      await eventually(() => upstream.aborted, 2000, 'the upstream request aborted');
+      // concurrency 1: the slot of the call that left is free again
+      const next = await postChat(setup.url, probe.key, { model: 'mock-chat', messages: HELLO, stream });
+      assert.equal(next.status, 200, next.text);
+    }
+    await flushCharges(setup);
+    const records = setup.gateway.gateway.context.store.usage.list(1, { keyId: probe.id }, 0, 10).items;
+    const gone = records.filter((item) => item.end_reason === 'client_gone');
+    assert.equal(gone.length, 2, JSON.stringify(records));
+    for (const item of gone) { assert.equal(item.status, 499); assert.equal(item.quota, 0); }
+  });
+
   test('reset mid-stream after some chunks: the stream ends with an error event (SDK throws), billed as delivered', async () => {
     const probe = await createKey(setup.url, setup.gateway.adminToken, { name: 'reset' });
     setup.mock.script({ resetAfterChunks: 5 });

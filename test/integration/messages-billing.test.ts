@@ -1,0 +1,149 @@
+// Billing of POST /v1/messages (issue 4): usage records and key used_quota match the model prices,
+// cache read / creation tokens priced at cached_input / cache_creation_input, local counts when the
+// upstream reports no usage, nothing charged for a failed call; and large bodies translated in the
+// worker pool.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
+import { buildPieces } from '../../scripts/mock-upstream/content';
+import { createKey, flushCharges, keyObject } from './chat-harness';
+import {
+  anthropicClient, anthropicEvents, CACHE_TEXT, CACHE_USAGE, expectedQuota, postMessages, PRICES, startMessagesSetup, type MessagesSetup,
+} from './messages-harness';
+
+const MOCK_TEXT = buildPieces(20).fullText;
+const QUESTION = 'What is the weather like in Paris today?';
+
+describe('/v1/messages billing', () => {
+  let setup: MessagesSetup;
+  let key = '';
+  const store = () => setup.gateway.gateway.context.store;
+  const lastUpstream = () => setup.mock.requests.at(-1)!;
+
+  before(async () => {
+    setup = await startMessagesSetup();
+    ({ key } = await createKey(setup.url, setup.gateway.adminToken, { unlimited_quota: true }));
+  });
+  after(async () => { await setup?.close(); });
+
+  async function billed(model: string, stream: boolean, content = QUESTION) {
+    const own = await createKey(setup.url, setup.gateway.adminToken, { remain_quota: 10_000_000 });
+    const client = anthropicClient(setup.url, own.key);
+    const request = { model, max_tokens: 300, messages: [{ role: 'user' as const, content }] };
+    const message = stream ? await client.messages.stream(request).finalMessage() : await client.messages.create(request);
+    await flushCharges(setup);
+    const records = store().usage.list(1, { keyId: own.id }, 0, 10).items;
+    assert.equal(records.length, 1, 'one usage record per call');
+    const object = await keyObject(setup.url, setup.gateway.adminToken, own.id);
+    return { message, record: records[0], object };
+  }
+
+  for (const stream of [false, true]) {
+    test(`anthropic channel (${stream ? 'stream' : 'non-stream'}): record and key used_quota match the prices`, async () => {
+      const { message, record, object } = await billed('claude-mock', stream);
+      const input = Math.ceil(QUESTION.length / 4);
+      assert.equal(message.usage.input_tokens, input);
+      const quota = expectedQuota(PRICES.claude, { input, output: 20 });
+      assert.equal(record.quota, quota);
+      assert.equal(record.endpoint, 'messages');
+      assert.equal(record.channel, 'anthropic-mock');
+      assert.equal(record.model, 'claude-mock');
+      assert.equal(record.prompt_tokens, input);
+      assert.equal(record.completion_tokens, 20);
+      assert.equal(record.usage_source, 'upstream');
+      assert.equal(record.stream, stream);
+      assert.equal(record.status, 200);
+      assert.equal(record.end_reason, 'completed');
+      assert.equal(object.used_quota, quota);
+      assert.equal(object.remain_quota, 10_000_000 - quota);
+    });
+
+    test(`cache read and creation tokens are priced at cached_input / cache_creation_input (${stream ? 'stream' : 'non-stream'})`, async () => {
+      const { message, record, object } = await billed('claude-cache', stream);
+      assert.equal((message.content[0] as Anthropic.TextBlock).text, CACHE_TEXT);
+      assert.equal(message.usage.cache_read_input_tokens, CACHE_USAGE.cache_read_input_tokens);
+      const quota = expectedQuota(PRICES.claude, {
+        input: CACHE_USAGE.input_tokens, output: CACHE_USAGE.output_tokens,
+        cacheRead: CACHE_USAGE.cache_read_input_tokens, cacheCreation: CACHE_USAGE.cache_creation_input_tokens,
+      });
+      assert.notEqual(quota, expectedQuota(PRICES.claude, { input: 1300, output: 10 }), 'the cache prices make a difference');
+      assert.equal(record.quota, quota);
+      assert.equal(record.prompt_tokens, 1300);
+      assert.equal(record.cache_read_tokens, 1000);
+      assert.equal(record.cache_creation_tokens, 200);
+      assert.equal(object.used_quota, quota);
+    });
+
+    test(`openai channel, translated (${stream ? 'stream' : 'non-stream'}): billed from the upstream's usage`, async () => {
+      const { message, record, object } = await billed('gpt-mock', stream);
+      const input = Math.ceil(QUESTION.length / 4);
+      assert.equal(message.usage.input_tokens, input);
+      assert.equal(message.usage.output_tokens, 20);
+      const quota = expectedQuota(PRICES.gpt, { input, output: 20 });
+      assert.equal(record.quota, quota);
+      assert.equal(record.channel, 'openai-mock');
+      assert.equal(record.usage_source, 'upstream');
+      assert.equal(object.used_quota, quota);
+    });
+  }
+
+  test('an upstream without usage is billed from a local count, marked estimated', async () => {
+    setup.mock.script({ omitUsage: true });
+    const { message, record } = await billed('claude-mock', false);
+    assert.equal(record.usage_source, 'estimated');
+    assert.ok(record.prompt_tokens > 0 && record.completion_tokens > 0, JSON.stringify(record));
+    assert.equal(record.quota, expectedQuota(PRICES.claude, { input: record.prompt_tokens, output: record.completion_tokens }));
+    assert.equal(message.usage.output_tokens, record.completion_tokens, 'the Message carries the usage that was billed');
+
+    // The SDK cannot assemble a stream without usage (it reads message_start.usage), so read it raw.
+    const own = await createKey(setup.url, setup.gateway.adminToken);
+    setup.mock.script({ omitUsage: true });
+    const answer = await postMessages(setup.url, { 'x-api-key': own.key }, { model: 'claude-mock', max_tokens: 300, stream: true, messages: [{ role: 'user', content: QUESTION }] });
+    assert.equal(anthropicEvents(answer.text).at(-1)!.event, 'message_stop');
+    await flushCharges(setup);
+    const [streamed] = store().usage.list(1, { keyId: own.id }, 0, 10).items;
+    assert.equal(streamed.usage_source, 'estimated');
+    assert.ok(streamed.prompt_tokens > 0, JSON.stringify(streamed));
+    assert.ok(streamed.completion_tokens >= 15, `the 20 delivered pieces are counted: ${streamed.completion_tokens}`);
+  });
+
+  test('a failed call records status and end reason and charges nothing', async () => {
+    const own = await createKey(setup.url, setup.gateway.adminToken);
+    setup.mock.script({ status: 503 }, 10);
+    const answer = await postMessages(setup.url, { 'x-api-key': own.key }, { model: 'claude-mock', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] });
+    setup.mock.reset();
+    assert.equal(answer.status, 502);
+    await flushCharges(setup);
+    const [record] = store().usage.list(1, { keyId: own.id }, 0, 10).items;
+    assert.equal(record.quota, 0);
+    assert.equal(record.status, 502);
+    assert.equal(record.end_reason, 'failed');
+    assert.equal((await keyObject(setup.url, setup.gateway.adminToken, own.id)).used_quota, 0);
+  });
+
+  test('a body above the 64 KiB offload threshold is translated in the worker pool, whole', async () => {
+    const pool = setup.gateway.gateway.context.pool;
+    const original = pool.run.bind(pool);
+    const tasks: string[] = [];
+    pool.run = (async (file: string, name: string, input: unknown, transfer?: ArrayBuffer[]) => {
+      if (file === 'translate') tasks.push(name);
+      return original(file, name, input, transfer);
+    }) as typeof pool.run;
+    try {
+      const long = `${'All work and no play makes a long prompt. '.repeat(2500)}End.`;
+      assert.ok(long.length > 64 * 1024);
+      const message = await anthropicClient(setup.url, key).messages.create({ model: 'gpt-mock', max_tokens: 100, messages: [{ role: 'user', content: long }] });
+      assert.equal((message.content[0] as Anthropic.TextBlock).text, MOCK_TEXT);
+      assert.equal(message.usage.input_tokens, Math.ceil(long.length / 4), 'the upstream received the whole text');
+      assert.deepEqual(tasks, ['anthropicToOpenAIRequest']);
+      assert.equal((lastUpstream().body as { messages: any[] }).messages[0].content, long);
+
+      tasks.length = 0;
+      const small = await anthropicClient(setup.url, key).messages.create({ model: 'gpt-mock', max_tokens: 100, messages: [{ role: 'user', content: 'short' }] });
+      assert.equal(small.stop_reason, 'end_turn');
+      assert.deepEqual(tasks, [], 'small bodies stay inline');
+    } finally {
+      pool.run = original;
+    }
+  });
+});
