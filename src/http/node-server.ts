@@ -2,10 +2,9 @@
 // Exchange contract as the uWS front.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { GatewayError } from '../errors';
+import { AbortListeners, BodyCollector, bodyErrors, NO_BODY } from './body-collector';
 import type { Exchange, Headers, HttpServer, ServerOptions } from './types';
 
-const NO_BODY = Buffer.alloc(0);
 
 class NodeExchange implements Exchange {
   readonly method: string;
@@ -16,7 +15,7 @@ class NodeExchange implements Exchange {
   aborted = false;
   finished = false;
   private bodyPromise: Promise<Buffer> | null = null;
-  private abortListeners: (() => void)[] = [];
+  private readonly aborts = new AbortListeners();
   /** set when the body could not be read (too large, too slow): the rest of it is never read, so the connection must go */
   private closeAfterAnswer = false;
 
@@ -45,47 +44,20 @@ class NodeExchange implements Exchange {
 
   private readBody(limit: number): Promise<Buffer> {
     const request = this.request;
-    const tooLarge = () => new GatewayError({
-      status: 413, type: 'invalid_request_error', code: 'payload_too_large', message: `request body exceeds the ${limit}-byte limit`,
-    });
-    const declared = Number(request.headers['content-length'] ?? -1);
-    if (declared > limit) { this.closeAfterAnswer = true; return Promise.reject(tooLarge()); }
+    if (Number(request.headers['content-length'] ?? -1) > limit) { this.closeAfterAnswer = true; return Promise.reject(bodyErrors.tooLarge(limit)); }
     if (request.readableEnded) return Promise.resolve(NO_BODY);
-    return new Promise((resolve, reject) => {
-      const parts: Buffer[] = [];
-      let received = 0;
-      let settled = false;
-      const fail = (error: GatewayError) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        request.removeAllListeners('data');
-        this.closeAfterAnswer = true;
-        reject(error);
-      };
-      const timer = setTimeout(() => fail(new GatewayError({
-        status: 408, type: 'invalid_request_error', code: 'request_timeout',
-        message: `request body not received within ${this.server.options.limits.bodyTimeoutMs} ms`,
-      })), this.server.options.limits.bodyTimeoutMs);
-      request.on('data', (chunk: Buffer) => {
-        received += chunk.length;
-        if (received > limit) { fail(tooLarge()); return; }
-        parts.push(chunk);
-      });
-      request.on('end', () => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        resolve(parts.length === 1 ? parts[0] : Buffer.concat(parts, received));
-      });
-      request.on('error', () => fail(new GatewayError({ status: 400, type: 'invalid_request_error', code: 'bad_request', message: 'request body could not be read' })));
-      this.abortListeners.push(() => fail(new GatewayError({ status: 499, type: 'invalid_request_error', code: 'client_closed', message: 'client closed the request' })));
+    const collector = new BodyCollector(limit, this.server.options.limits.bodyTimeoutMs, () => {
+      request.removeAllListeners('data');
+      this.closeAfterAnswer = true;
     });
+    request.on('data', (chunk: Buffer) => collector.add(chunk));
+    request.on('end', () => collector.end());
+    request.on('error', () => collector.fail(bodyErrors.unreadable()));
+    this.aborts.add(() => collector.fail(bodyErrors.clientClosed()));
+    return collector.promise;
   }
 
-  onAbort(listener: () => void): void {
-    if (this.aborted) listener(); else this.abortListeners.push(listener);
-  }
+  onAbort(listener: () => void): void { this.aborts.add(listener); }
 
   private handleAbort(): void {
     if (this.aborted) return;
@@ -93,9 +65,7 @@ class NodeExchange implements Exchange {
     this.aborted = true;
     this.finished = true;
     if (!wasFinished) this.server.requestEnded();
-    const listeners = this.abortListeners;
-    this.abortListeners = [];
-    for (const listener of listeners) listener();
+    this.aborts.fire();
     this.response.emit('drain');
   }
 

@@ -3,7 +3,7 @@
 // later write; status before headers; never touch `res` after abort or end; honour write() === false.
 import { STATUS_CODES } from 'node:http';
 import { join, dirname } from 'node:path';
-import { GatewayError } from '../errors';
+import { AbortListeners, BodyCollector, bodyErrors, NO_BODY } from './body-collector';
 import type { Exchange, Headers, HttpServer, ServerOptions } from './types';
 
 // Minimal local view of the native module (its package's typings resolve to a JS fallback entry).
@@ -56,7 +56,6 @@ export function statusLine(status: number): string {
   return line;
 }
 
-const NO_BODY = Buffer.alloc(0);
 
 class UwsExchange implements Exchange {
   readonly method: string;
@@ -67,7 +66,7 @@ class UwsExchange implements Exchange {
   private readonly headers: Headers;
   bodyLimit: number;
   private bodyPromise: Promise<Buffer> | null = null;
-  private abortListeners: (() => void)[] = [];
+  private readonly aborts = new AbortListeners();
   private writableListener: (() => void) | null = null;
   private pendingHead: { status: number; headers: Headers } | null = null;
   private address: string | undefined;
@@ -119,45 +118,18 @@ class UwsExchange implements Exchange {
     const lengthHeader = this.headers['content-length'];
     const chunked = this.headers['transfer-encoding'] !== undefined;
     if (!chunked && (lengthHeader === undefined || lengthHeader === '0')) return Promise.resolve(NO_BODY);
-    const declared = lengthHeader === undefined ? -1 : Number(lengthHeader);
-    const tooLarge = () => new GatewayError({
-      status: 413, type: 'invalid_request_error', code: 'payload_too_large',
-      message: `request body exceeds the ${limit}-byte limit`,
+    const collector = new BodyCollector(limit, this.server.options.limits.bodyTimeoutMs, () => { this.closeAfterAnswer = true; });
+    this.aborts.add(() => collector.fail(bodyErrors.clientClosed()));
+    if (lengthHeader !== undefined && Number(lengthHeader) > limit) collector.fail(bodyErrors.tooLarge(limit));
+    this.response.onData((chunk, isLast) => {
+      if (collector.done) return;
+      collector.add(Buffer.from(new Uint8Array(chunk)));   // copy: uWS neuters the ArrayBuffer on return
+      if (isLast) collector.end();
     });
-    return new Promise<Buffer>((resolve, reject) => {
-      const parts: Buffer[] = [];
-      let received = 0;
-      let settled = false;
-      const fail = (error: GatewayError) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        this.closeAfterAnswer = true;
-        reject(error);
-      };
-      const timer = setTimeout(() => fail(new GatewayError({
-        status: 408, type: 'invalid_request_error', code: 'request_timeout',
-        message: `request body not received within ${this.server.options.limits.bodyTimeoutMs} ms`,
-      })), this.server.options.limits.bodyTimeoutMs);
-      this.abortListeners.push(() => fail(new GatewayError({ status: 499, type: 'invalid_request_error', code: 'client_closed', message: 'client closed the request' })));
-      if (declared > limit) { fail(tooLarge()); }
-      this.response.onData((chunk, isLast) => {
-        if (settled) return;
-        received += chunk.byteLength;
-        if (received > limit) { fail(tooLarge()); return; }
-        parts.push(Buffer.from(new Uint8Array(chunk)));   // copy: uWS neuters the ArrayBuffer on return
-        if (isLast) {
-          settled = true;
-          clearTimeout(timer);
-          resolve(parts.length === 1 ? parts[0] : Buffer.concat(parts, received));
-        }
-      });
-    });
+    return collector.promise;
   }
 
-  onAbort(listener: () => void): void {
-    if (this.aborted) listener(); else this.abortListeners.push(listener);
-  }
+  onAbort(listener: () => void): void { this.aborts.add(listener); }
 
   private handleAbort(): void {
     if (this.aborted) return;
@@ -165,9 +137,7 @@ class UwsExchange implements Exchange {
     this.aborted = true;
     this.finished = true;
     if (!wasFinished) this.server.requestEnded();
-    const listeners = this.abortListeners;
-    this.abortListeners = [];
-    for (const listener of listeners) listener();
+    this.aborts.fire();
     const writable = this.writableListener;
     this.writableListener = null;
     writable?.();

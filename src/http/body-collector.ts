@@ -1,0 +1,76 @@
+// What both fronts share about a request body: the size limit, the time limit, one settlement, and
+// the errors they produce; plus the list of abort listeners. Each front only feeds it bytes.
+import { GatewayError } from '../errors';
+
+export const NO_BODY = Buffer.alloc(0);
+
+export const bodyErrors = {
+  tooLarge: (limit: number) => new GatewayError({
+    status: 413, type: 'invalid_request_error', code: 'payload_too_large', message: `request body exceeds the ${limit}-byte limit`,
+  }),
+  timeout: (ms: number) => new GatewayError({
+    status: 408, type: 'invalid_request_error', code: 'request_timeout', message: `request body not received within ${ms} ms`,
+  }),
+  clientClosed: () => new GatewayError({ status: 499, type: 'invalid_request_error', code: 'client_closed', message: 'client closed the request' }),
+  unreadable: () => new GatewayError({ status: 400, type: 'invalid_request_error', code: 'bad_request', message: 'request body could not be read' }),
+};
+
+export class BodyCollector {
+  readonly promise: Promise<Buffer>;
+  private readonly parts: Buffer[] = [];
+  private received = 0;
+  private settled = false;
+  private resolve!: (body: Buffer) => void;
+  private reject!: (error: GatewayError) => void;
+  private readonly timer: NodeJS.Timeout;
+
+  /** `onFail` runs once when the body is refused (the front then closes the connection after answering). */
+  constructor(private readonly limit: number, timeoutMs: number, private readonly onFail: () => void) {
+    this.promise = new Promise<Buffer>((resolve, reject) => { this.resolve = resolve; this.reject = reject; });
+    this.promise.catch(() => undefined);
+    this.timer = setTimeout(() => this.fail(bodyErrors.timeout(timeoutMs)), timeoutMs);
+  }
+
+  get done(): boolean { return this.settled; }
+
+  /** Takes ownership of `chunk` (copy it first if the front reuses its memory). */
+  add(chunk: Buffer): void {
+    if (this.settled) return;
+    this.received += chunk.length;
+    if (this.received > this.limit) { this.fail(bodyErrors.tooLarge(this.limit)); return; }
+    this.parts.push(chunk);
+  }
+
+  end(): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.timer);
+    this.resolve(this.parts.length === 1 ? this.parts[0] : Buffer.concat(this.parts, this.received));
+  }
+
+  fail(error: GatewayError): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.timer);
+    this.onFail();
+    this.reject(error);
+  }
+}
+
+/** Listeners for "the client went away", fired once. */
+export class AbortListeners {
+  private listeners: (() => void)[] = [];
+  fired = false;
+
+  add(listener: () => void): void {
+    if (this.fired) listener(); else this.listeners.push(listener);
+  }
+
+  fire(): void {
+    if (this.fired) return;
+    this.fired = true;
+    const listeners = this.listeners;
+    this.listeners = [];
+    for (const listener of listeners) listener();
+  }
+}
