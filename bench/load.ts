@@ -5,6 +5,7 @@
 import autocannon from 'autocannon';
 import { connect, type Socket } from 'node:net';
 import { Client } from 'undici';
+import { cpuSeconds } from './processes';
 
 export interface Endpoint {
   /** full URL of the chat completions endpoint */
@@ -72,6 +73,10 @@ export interface LoadResult {
   errors: number;
   timeouts: number;
   bytesPerSecond: number;
+  /** CPU used by the target's processes during the measured run, % of one core (null: not known) */
+  serverCpuPercent: number | null;
+  /** CPU used by the load generator (this process) during the measured run, % of one core */
+  clientCpuPercent: number;
 }
 
 function cannon(options: autocannon.Options, onResponse?: (status: number, milliseconds: number) => void): Promise<autocannon.Result> {
@@ -82,16 +87,24 @@ function cannon(options: autocannon.Options, onResponse?: (status: number, milli
 }
 
 /** A warm-up run (discarded), then the measured run; both bounded in time. */
-export async function runLoad(endpoint: Endpoint, body: string, connections: number, durationSeconds: number, warmupSeconds: number): Promise<LoadResult> {
+export async function runLoad(endpoint: Endpoint, body: string, connections: number, durationSeconds: number, warmupSeconds: number,
+  serverPids?: () => number[]): Promise<LoadResult> {
   const base: autocannon.Options = {
     url: endpoint.url, method: 'POST', headers: { 'content-type': 'application/json', ...endpoint.headers },
     body, connections, pipelining: 1, timeout: 10,
   };
   if (warmupSeconds > 0) await cannon({ ...base, duration: warmupSeconds });
   const latencies = new Samples();
+  const pids = serverPids?.() ?? [];
+  const serverBefore = cpuSeconds(pids);
+  const clientBefore = process.cpuUsage();
+  const started = process.hrtime.bigint();
   const result = await cannon({ ...base, duration: durationSeconds }, (status, milliseconds) => {
     if (status >= 200 && status < 300) latencies.push(milliseconds);
   });
+  const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
+  const client = process.cpuUsage(clientBefore);
+  const serverCpuPercent = serverPids ? ((cpuSeconds(pids) - serverBefore) / elapsed) * 100 : null;
   const ok = result['2xx'];
   return {
     connections, durationSeconds: result.duration, ok,
@@ -99,6 +112,7 @@ export async function runLoad(endpoint: Endpoint, body: string, connections: num
     latencyMs: latencies.percentiles(),
     non2xx: result.non2xx, errors: result.errors, timeouts: result.timeouts,
     bytesPerSecond: result.throughput.average,
+    serverCpuPercent, clientCpuPercent: ((client.user + client.system) / 1e6 / elapsed) * 100,
   };
 }
 
@@ -168,12 +182,19 @@ export interface IdleReport {
   answered: number;
   errors: number;
   errorCodes: Record<string, number>;
-  /** closed by the server while they should have been held open */
+  /** closed by the server (a clean close, not an error) */
   closedByServer: number;
+  /** of those, closed after less than EARLY_CLOSE_MS of idleness: not an idle timeout */
+  closedEarly: number;
+  /** shortest idle time before a server close, seconds (null: none closed) */
+  shortestIdleBeforeCloseSeconds: number | null;
   /** still open when the throughput scenario ended */
   stillOpen: number;
   openSeconds: number;
 }
+
+/** A server may close a keep-alive connection idle this long (uWS: 10 s); a close sooner counts against it. */
+export const EARLY_CLOSE_MS = 9_000;
 
 /** Keep-alive connections that each send one GET /healthz and then stay idle. */
 export class IdleConnections {
@@ -182,6 +203,8 @@ export class IdleConnections {
   private answered = 0;
   private errors = 0;
   private closedByServer = 0;
+  private closedEarly = 0;
+  private shortestIdleMs: number | null = null;
   private readonly errorCodes: Record<string, number> = {};
   private closing = false;
   private openedAt = 0;
@@ -200,12 +223,14 @@ export class IdleConnections {
       this.sockets.add(socket);
       let settled = false;
       let answeredThis = false;
+      let answeredAt = 0;
       const settle = () => { if (!settled) { settled = true; resolve(); } };
       socket.setNoDelay(true);
       socket.once('connect', () => { this.connected += 1; socket.write(request); });
       socket.on('data', (chunk: Buffer) => {
         if (!answeredThis) {
           answeredThis = true;
+          answeredAt = Date.now();
           if (chunk.toString('latin1', 0, 12) === 'HTTP/1.1 200') this.answered += 1;
           else this.countError('non-200 answer');
           settle();
@@ -214,7 +239,12 @@ export class IdleConnections {
       socket.on('error', (error: NodeJS.ErrnoException) => { this.countError(error.code ?? error.message); settle(); });
       socket.on('close', () => {
         this.sockets.delete(socket);
-        if (!this.closing && answeredThis) this.closedByServer += 1;
+        if (!this.closing && answeredThis) {
+          const idleMs = Date.now() - answeredAt;
+          this.closedByServer += 1;
+          if (idleMs < EARLY_CLOSE_MS) this.closedEarly += 1;
+          this.shortestIdleMs = Math.min(this.shortestIdleMs ?? idleMs, idleMs);
+        }
         settle();
       });
     });
@@ -236,7 +266,8 @@ export class IdleConnections {
   report(): IdleReport {
     return {
       requested: this.count, connected: this.connected, answered: this.answered, errors: this.errors,
-      errorCodes: { ...this.errorCodes }, closedByServer: this.closedByServer, stillOpen: this.sockets.size,
+      errorCodes: { ...this.errorCodes }, closedByServer: this.closedByServer, closedEarly: this.closedEarly,
+      shortestIdleBeforeCloseSeconds: this.shortestIdleMs === null ? null : this.shortestIdleMs / 1000, stillOpen: this.sockets.size,
       openSeconds: this.openedAt ? (Date.now() - this.openedAt) / 1000 : 0,
     };
   }

@@ -55,10 +55,25 @@ export interface Started<T> { child: ChildProcess; value: T }
 export class ChildProcesses {
   private readonly children = new Set<ChildProcess>();
   private stopping: Promise<void> | null = null;
+  private cleanups: (() => void)[] = [];
 
   constructor(private readonly placement: Placement) {
     // a synchronous last resort: whatever is still running when this process exits is killed
-    process.on('exit', () => { for (const child of this.children) child.kill('SIGKILL'); });
+    process.on('exit', () => {
+      for (const child of this.children) child.kill('SIGKILL');
+      this.runCleanups();
+    });
+  }
+
+  /** Runs once the children are stopped (or at exit): temporary data dirs and the like. */
+  addCleanup(cleanup: () => void): void { this.cleanups.push(cleanup); }
+
+  private runCleanups(): void {
+    const cleanups = this.cleanups;
+    this.cleanups = [];
+    for (const cleanup of cleanups) {
+      try { cleanup(); } catch { /* best effort */ }
+    }
   }
 
   /**
@@ -66,9 +81,10 @@ export class ChildProcesses {
    * (which returns the value to keep), or rejects when the child exits or the timeout passes.
    */
   start<T>(name: string, cpus: string, script: string, args: string[], env: NodeJS.ProcessEnv,
-    accept: (line: string) => T | undefined, timeoutMs = 20_000): Promise<Started<T>> {
+    accept: (line: string) => T | undefined, timeoutMs = 20_000, nodeArgs: string[] = []): Promise<Started<T>> {
     const command = this.placement.pinned ? 'taskset' : process.execPath;
-    const fullArgs = this.placement.pinned ? ['-c', cpus, process.execPath, script, ...args] : [script, ...args];
+    const nodeCommand = [...nodeArgs, script, ...args];
+    const fullArgs = this.placement.pinned ? ['-c', cpus, process.execPath, ...nodeCommand] : nodeCommand;
     const child = spawn(command, fullArgs, { env, stdio: ['pipe', 'pipe', 'pipe'] });
     this.children.add(child);
     child.once('exit', () => this.children.delete(child));
@@ -108,7 +124,7 @@ export class ChildProcesses {
 
   /** SIGTERM to every child, SIGKILL to those still there after the grace period. */
   stopAll(graceMs = 8_000): Promise<void> {
-    this.stopping ??= Promise.all([...this.children].map((child) => stopChild(child, graceMs))).then(() => undefined);
+    this.stopping ??= Promise.all([...this.children].map((child) => stopChild(child, graceMs))).then(() => this.runCleanups());
     return this.stopping;
   }
 }
@@ -193,4 +209,18 @@ export class MemorySampler {
     this.timer = null;
     this.sample();
   }
+}
+
+/** CPU time (user + system) used so far by the processes, in seconds (Linux clock ticks of 10 ms). */
+export function cpuSeconds(pids: number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      // utime and stime are fields 14 and 15 of stat, i.e. 12 and 13 after the command name
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch { /* gone */ }
+  }
+  return ticks / 100;
 }

@@ -3,15 +3,17 @@
 //   --target URL --key KEY [--model M]   the same scenarios against any OpenAI-compatible endpoint
 //   --soak [--requests N]                N mixed requests through Tollgate, worker RSS watched
 //   --micro                              tinybench micro benchmarks (bench/micro.ts)
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { checkEndpoint, chatBody, IdleConnections, measureFirstByte, runLoad, scenarios, type Endpoint, type Scenario } from './load';
 import { ChildProcesses, choosePlacement, MemorySampler, pinSelf, readMemory, type Placement } from './processes';
 import {
-  checkLines, describeMachine, evaluateTargets, renderMarkdown, writeResults, type Check, type RunReport, type TargetRun,
+  checkLines, describeMachine, evaluateTargets, renderMarkdown, RESULTS_DIR, writeResults, type Check, type RunReport, type TargetRun,
 } from './report';
 import { runMicro } from './micro';
+import { summarizeProfiles } from './profile';
 import { runSoak, soakChecks } from './soak';
 import { BENCH_MODEL, startMock, startPassthroughProcess, startTollgate, type Tollgate } from './targets';
 
@@ -26,12 +28,15 @@ const USAGE = `npm run bench -- [options]
   --client-cpus L     CPU list of the mock and the load generator (default 1)
   --target URL --key KEY [--model M]   benchmark any OpenAI-compatible endpoint instead
   --soak [--requests N] [--max-seconds S]   N mixed requests through Tollgate (default 1,000,000, 3600 s)
+  --profile           V8 CPU profile of Tollgate's processes (bench/results/profiles/), summarised in the table
   --micro             micro benchmarks (tinybench)`;
 
 interface Options {
   duration: number; warmup: number; connections: number; idle: number; idleGiven: boolean; ttfbRequests: number; chunks: number;
   gatewayCpus?: string; clientCpus?: string; target?: string; key?: string; model?: string;
-  soak: boolean; requests: number; maxSeconds: number; micro: boolean;
+  soak: boolean; requests: number; maxSeconds: number; micro: boolean; profile: boolean;
+  /** set from --profile: where Tollgate's processes write their profiles */
+  profileDir?: string;
 }
 
 function positive(name: string, text: string | undefined, fallback: number, allowZero = false): number {
@@ -48,7 +53,7 @@ function parseOptions(argv: string[]): Options {
       duration: { type: 'string' }, warmup: { type: 'string' }, connections: { type: 'string' }, idle: { type: 'string' },
       'ttfb-requests': { type: 'string' }, chunks: { type: 'string' }, 'gateway-cpus': { type: 'string' }, 'client-cpus': { type: 'string' },
       target: { type: 'string' }, key: { type: 'string' }, model: { type: 'string' },
-      soak: { type: 'boolean' }, requests: { type: 'string' }, 'max-seconds': { type: 'string' }, micro: { type: 'boolean' },
+      soak: { type: 'boolean' }, requests: { type: 'string' }, 'max-seconds': { type: 'string' }, micro: { type: 'boolean' }, profile: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -68,6 +73,7 @@ function parseOptions(argv: string[]): Options {
     requests: Math.round(positive('requests', values.requests, 1_000_000)),
     maxSeconds: positive('max-seconds', values['max-seconds'], 3600),
     micro: values.micro === true,
+    profile: values.profile === true,
   };
 }
 
@@ -99,7 +105,7 @@ function log(line: string): void { process.stderr.write(`${line}\n`); }
 
 interface Measure { options: Options; scenarioList: Scenario[]; model: string }
 
-interface Subject { run: TargetRun; endpoint: Endpoint; idle?: { count: number; url: string } }
+interface Subject { run: TargetRun; endpoint: Endpoint; idle?: { count: number; url: string }; pids?: () => number[] }
 
 /**
  * Every scenario against every target, interleaved (scenario by scenario, target after target) so a
@@ -122,7 +128,7 @@ async function measureAll(subjects: Subject[], measure: Measure): Promise<void> 
           await idle.open();
         }
         log(`  ${run.label}: ${scenario.label}`);
-        run.scenarios[scenario.id] = await runLoad(endpoint, chatBody(model, scenario.stream), scenario.connections, options.duration, options.warmup);
+        run.scenarios[scenario.id] = await runLoad(endpoint, chatBody(model, scenario.stream), scenario.connections, options.duration, options.warmup, subject.pids);
         if (scenario.id === 'stream-1' && options.ttfbRequests > 0) {
           log(`  ${run.label}: time to first byte`);
           run.firstByte = await measureFirstByte(endpoint, chatBody(model, true), options.ttfbRequests, 15);
@@ -149,7 +155,7 @@ async function compare(options: Options, placement: Placement, children: ChildPr
   log('starting the mock upstream, the pass-through and Tollgate');
   const mock = await startMock(children, placement, options.chunks);
   const passthrough = await startPassthroughProcess(children, placement, mock.url);
-  const tollgate = await startTollgate(children, placement, mock.url, 100_000);
+  const tollgate = await startTollgate(children, placement, mock.url, 100_000, options.profileDir);
   try {
     const direct = newRun('mock', '(a) mock direct', mock.url);
     const baseline = newRun('passthrough', '(b) pass-through', passthrough.url);
@@ -159,9 +165,12 @@ async function compare(options: Options, placement: Placement, children: ChildPr
     baselineSampler.start();
     sampler.start();
     await measureAll([
-      { run: direct, endpoint: chatEndpoint(mock.url) },
-      { run: baseline, endpoint: chatEndpoint(passthrough.url) },
-      { run: full, endpoint: chatEndpoint(tollgate.url, tollgate.key), idle: { count: options.idle, url: tollgate.url } },
+      { run: direct, endpoint: chatEndpoint(mock.url), pids: () => [mock.pid] },
+      { run: baseline, endpoint: chatEndpoint(passthrough.url), pids: () => [passthrough.pid] },
+      {
+        run: full, endpoint: chatEndpoint(tollgate.url, tollgate.key), idle: { count: options.idle, url: tollgate.url },
+        pids: () => [tollgate.supervisorPid, ...tollgate.workerPids()],
+      },
     ], measure);
     baselineSampler.stop();
     sampler.stop();
@@ -171,6 +180,8 @@ async function compare(options: Options, placement: Placement, children: ChildPr
     const targets = [direct, baseline, full];
     notes.push('Tollgate: supervisor + 1 worker (TOLLGATE_WORKERS=1), fresh data dir, full path (auth, validation, reserve, relay, settle, usage record)');
     notes.push('scenarios run interleaved: each scenario against (a), (b), (c) in turn; the pass-through and Tollgate both stay up, only one is loaded at a time');
+    notes.push('target CPU: CPU time of the target\'s processes during the measured seconds (100% = one core; the gateway has one core); '
+      + 'below ~90% at 50 connections the target was not the bottleneck, the mock or the load generator was');
     if (options.idle > 0) notes.push(`the ${options.idle} idle connections are opened before Tollgate's first throughput scenario and held until its last one ended`);
     const evaluated = evaluateTargets(targets);
     notes.push(...evaluated.notes);
@@ -193,7 +204,7 @@ async function external(options: Options, notes: string[]): Promise<{ targets: T
 
 async function soak(options: Options, placement: Placement, children: ChildProcesses, notes: string[]): Promise<Pick<RunReport, 'targets' | 'checks' | 'soak'>> {
   const mock = await startMock(children, placement, options.chunks);
-  const tollgate = await startTollgate(children, placement, mock.url, 1_000_000);
+  const tollgate = await startTollgate(children, placement, mock.url, 1_000_000, options.profileDir);
   try {
     const endpoint = chatEndpoint(tollgate.url, tollgate.key);
     await checkEndpoint(endpoint, BENCH_MODEL);
@@ -224,6 +235,11 @@ async function main(): Promise<void> {
   const startedAt = new Date().toISOString();
   const notes: string[] = [];
   const loadAtStart = loadavg()[0];
+  if (options.profile && !options.target) {
+    options.profileDir = join(RESULTS_DIR, 'profiles', startedAt.replace(/[:.]/g, '-'));
+    mkdirSync(options.profileDir, { recursive: true });
+    notes.push(`profiled run (node --cpu-prof on Tollgate): its numbers include the profiler's overhead; profiles in ${options.profileDir}`);
+  }
   const placement: Placement = options.target && !options.clientCpus
     ? { pinned: false, gatewayCpus: '', clientCpus: '', description: 'load generator not pinned (target mode: the endpoint runs outside this benchmark; pass --client-cpus to pin it)' }
     : choosePlacement({ gatewayCpus: options.gatewayCpus, clientCpus: options.clientCpus });
@@ -266,10 +282,11 @@ async function main(): Promise<void> {
         'idle connections': options.idle, 'TTFB requests': options.ttfbRequests, ...(kind === 'compare' ? { 'mock chunks': options.chunks } : {}),
         pipelining: 1, 'load generator': 'autocannon 9 (in-process), latency from every response',
       };
+    const profile = options.profileDir ? summarizeProfiles(options.profileDir)[0] : undefined;
     const report: RunReport = {
       kind, startedAt, command: commandLine(argv), machine: describeMachine(), placement: placement.description, settings,
       scenarios: kind === 'soak' ? [] : scenarios(options.connections), targets: measured.targets, checks: measured.checks,
-      notes, ...(measured.soak ? { soak: measured.soak } : {}),
+      notes, ...(measured.soak ? { soak: measured.soak } : {}), ...(profile ? { profile } : {}),
     };
     const markdown = renderMarkdown(report);
     const written = writeResults(report, markdown);

@@ -56,7 +56,9 @@ async function adminCall(url: string, token: string, path: string, body: unknown
   return parsed.data;
 }
 
-export async function startTollgate(children: ChildProcesses, placement: Placement, mockUrl: string, topUpUsd: number): Promise<Tollgate> {
+/** `profileDir`: every Tollgate process writes a V8 CPU profile there when it exits (workers inherit the flag). */
+export async function startTollgate(children: ChildProcesses, placement: Placement, mockUrl: string, topUpUsd: number,
+  profileDir?: string): Promise<Tollgate> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
   const configPath = join(dataDir, 'bench-config.json');
   const config = {
@@ -70,12 +72,13 @@ export async function startTollgate(children: ChildProcesses, placement: Placeme
   delete env.PORT;
   delete env.HOST;
   const cleanup = () => rmSync(dataDir, { recursive: true, force: true });
+  children.addCleanup(cleanup);
   try {
     const started = await children.start('Tollgate', placement.gatewayCpus, CLI_SCRIPT, ['serve'], env, (line) => {
       if (!line.includes('Tollgate listening')) return undefined;
       const match = /https?:\/\/[^\s"]+/.exec(line);
       return match ? match[0].replace(/\/$/, '') : undefined;
-    }, 30_000);
+    }, 30_000, profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []);
     const url = started.value;
     const adminToken = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
     runNode(CLI_SCRIPT, ['account', 'topup', '--account', 'admin', '--usd', String(topUpUsd), '--json'], env);

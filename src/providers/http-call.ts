@@ -61,17 +61,24 @@ export async function callUpstream(context: ProviderContext, call: UpstreamCall,
   return { status: response.statusCode, contentType: Array.isArray(contentType) ? contentType[0] : contentType ?? '', body: response.body };
 }
 
-/** Reads a whole 2xx body, bounded; over the bound is an upstream error, not a crash. */
-export async function readAnswer(answer: UpstreamAnswer, limit: number): Promise<Buffer> {
+/**
+ * Reads a whole 2xx body, bounded. Over the bound, or a transport failure while reading, is an
+ * upstream error of the channel (retryable), never a crash.
+ */
+export async function readAnswer(answer: UpstreamAnswer, limit: number, channel: string): Promise<Buffer> {
   const parts: Buffer[] = [];
   let size = 0;
-  for await (const chunk of answer.body) {
-    size += (chunk as Buffer).length;
-    if (size > limit) {
-      answer.body.destroy();
-      throw Object.assign(new Error(`upstream response exceeds ${limit} bytes`), { code: 'UPSTREAM_TOO_LARGE' });
+  try {
+    for await (const chunk of answer.body) {
+      size += (chunk as Buffer).length;
+      if (size > limit) {
+        answer.body.destroy();
+        throw Object.assign(new Error(`upstream response exceeds ${limit} bytes`), { code: 'UPSTREAM_TOO_LARGE' });
+      }
+      parts.push(chunk as Buffer);
     }
-    parts.push(chunk as Buffer);
+  } catch (error) {
+    throw fromTransportError(error, channel);
   }
   return parts.length === 1 ? parts[0] : Buffer.concat(parts, size);
 }

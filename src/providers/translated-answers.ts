@@ -5,7 +5,6 @@ import { pipeline, Readable, Transform } from 'node:stream';
 import { OpenAIToAnthropicStream } from '../formats/anthropic-to-openai';
 import { AnthropicToOpenAIStream } from '../formats/openai-to-anthropic';
 import { SseDecoder, type SseEvent } from '../formats/sse';
-import { fromTransportError } from '../upstream/transport-errors';
 import { readAnswer } from './http-call';
 import type { UpstreamAnswer } from './types';
 
@@ -90,11 +89,7 @@ export function streamAnswer(answer: UpstreamAnswer, translator: EventTranslator
 
 /** The whole upstream answer; transport failures while reading become gateway errors (retryable). */
 export async function readWholeAnswer(answer: UpstreamAnswer, channel: string): Promise<Buffer> {
-  try {
-    return await readAnswer(answer, MAX_ANSWER_BYTES);
-  } catch (error) {
-    throw fromTransportError(error, channel);
-  }
+  return readAnswer(answer, MAX_ANSWER_BYTES, channel);
 }
 
 export function jsonTextAnswer(status: number, text: string): UpstreamAnswer {

@@ -5,17 +5,16 @@ import { estimateQuota, isPerCall, perCallQuota, usageQuota } from '../billing/p
 import { countChatPromptTokens, countTokens, estimatePromptTokens } from '../billing/tokens';
 import type { ModelConfig } from '../config';
 import type { GatewayContext } from '../context';
-import { toGatewayError, type GatewayErrorShape } from '../errors';
+import { upstreamError, type GatewayErrorShape } from '../errors';
 import type { ChatRequestInfo } from '../formats/openai-chat';
 import { withUpstreamOptions } from '../formats/openai-chat';
 import { OpenAIStreamTail, parseUsageFromChatResponse, type Usage } from '../formats/openai-stream-tail';
 import type { Exchange } from '../http';
 import { readAnswer } from '../providers/http-call';
-import { admit } from './admission';
-import { withFailover } from './failover';
-import { usageRecord } from './records';
+import type { Provider } from '../providers/types';
+import { billedCall } from './billed-call';
+import { withFailover, type Attempt } from './failover';
 import { pipeStream, type PipeOutcome } from './stream-pipe';
-import { fromTransportError } from '../upstream/transport-errors';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 /** bound on a non-stream upstream answer held in memory */
@@ -52,47 +51,44 @@ function completionTextOf(parsed: { choices?: { message?: { content?: unknown } 
 
 export async function relayChatCompletions(call: ChatCall): Promise<void> {
   const { exchange, context, caller, model, body, info } = call;
-  const startedAt = Date.now();
   const perCall = isPerCall(model);
-  const group = context.config.groups[caller.key.group] ?? context.config.groups.default;
+  const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
   const maxOutput = info.maxTokens ?? model.max_output_tokens;
   const estimate = perCall
-    ? perCallQuota(model, info.n, group.ratio)
-    : estimateQuota(model, estimatePromptTokens(info.promptChars, info.messageCount, info.imageCount), maxOutput * info.n, group.ratio);
-  const admission = admit(context, caller, model, estimate);
-  const abort = new AbortController();
-  exchange.onAbort(() => abort.abort());
+    ? perCallQuota(model, info.n, ratio)
+    : estimateQuota(model, estimatePromptTokens(info.promptChars, info.messageCount, info.imageCount), maxOutput * info.n, ratio);
   const maxTokensDefault = model.reasoning ? model.max_output_tokens : undefined;
-  let channelName = '';
+  const capable = (provider: Provider) => provider.chatCompletions !== undefined;
 
-  const bill = (usage: Usage | undefined, source: 'upstream' | 'estimated', status: number, endReason: string, firstByteAt: number | null) => {
-    const quota = usage === undefined ? 0
-      : perCall ? perCallQuota(model, info.n, group.ratio)
-        : usageQuota(model, { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, cached_tokens: cachedTokens(usage) }, group.ratio);
-    context.ledger.settle(admission.reservation, quota, usageRecord({
-      caller, model, channel: channelName, endpoint: 'chat.completions', startedAt, firstByteAt,
-      promptTokens: usage?.prompt_tokens ?? 0, completionTokens: usage?.completion_tokens ?? 0, cacheReadTokens: usage ? cachedTokens(usage) : 0,
-      quota, status, endReason, usageSource: perCall ? 'per_call' : source, stream: info.stream,
-    }));
-  };
+  await billedCall({ exchange, context, caller, model, endpoint: 'chat.completions', stream: info.stream, estimate }, async (scope) => {
+    const bill = (usage: Usage, source: 'upstream' | 'estimated', status: number, endReason: string, firstByteAt: number | null) => {
+      const cached = cachedTokens(usage);
+      const quota = perCall ? perCallQuota(model, info.n, scope.ratio)
+        : usageQuota(model, { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, cached_tokens: cached }, scope.ratio);
+      scope.settle(quota, {
+        promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, cacheReadTokens: cached,
+        usageSource: perCall ? 'per_call' : source,
+      }, status, endReason, firstByteAt);
+    };
+    const send = (attempt: Attempt, stream: boolean) => {
+      scope.channel = attempt.channel.name;
+      return attempt.provider.chatCompletions!({
+        channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream, signal: scope.abort.signal,
+        body: withUpstreamOptions(body, { model: attempt.upstreamModel, stream, maxTokensDefault }),
+      });
+    };
 
-  try {
     if (!info.stream) {
-      const { result: bytes, attempt } = await withFailover(context, model, caller.key.group, (provider) => provider.chatCompletions !== undefined,
-        async (attempt) => {
-          channelName = attempt.channel.name;
-          const answer = await attempt.provider.chatCompletions!({
-            channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream: false, signal: abort.signal,
-            body: withUpstreamOptions(body, { model: attempt.upstreamModel, stream: false, maxTokensDefault }),
-          });
-          try { return await readAnswer(answer, MAX_ANSWER_BYTES); } catch (error) { throw fromTransportError(error, attempt.channel.name); }
-        }, abort.signal);
+      const { result: bytes, attempt } = await withFailover(context, model, caller.key.group, capable,
+        async (attempt) => readAnswer(await send(attempt, false), MAX_ANSWER_BYTES, attempt.channel.name), scope.abort.signal);
       let text = bytes.toString('utf8');
       let usage = parseUsageFromChatResponse(text);
       let source: 'upstream' | 'estimated' = 'upstream';
       if (!usage || attempt.upstreamModel !== model.id) {
         let parsed: Record<string, unknown> & { choices?: { message?: { content?: unknown } }[] };
-        try { parsed = JSON.parse(text) as typeof parsed; } catch { throw fromTransportError(Object.assign(new Error('malformed upstream JSON'), { code: 'UPSTREAM_MALFORMED' }), attempt.channel.name); }
+        try { parsed = JSON.parse(text) as typeof parsed; } catch {
+          throw upstreamError(502, `upstream channel ${attempt.channel.name} answered malformed JSON`, 'upstream_malformed', false);
+        }
         if (!usage) {
           usage = localUsage(body.messages, completionTextOf(parsed));
           source = 'estimated';
@@ -109,32 +105,21 @@ export async function relayChatCompletions(call: ChatCall): Promise<void> {
     const tail = new OpenAIStreamTail({ model: model.id });
     let finished: ReturnType<OpenAIStreamTail['finish']> | undefined;
     const finishTail = () => (finished ??= tail.finish((text) => localUsage(body.messages, text)));
-    const { result: outcome } = await withFailover<PipeOutcome>(context, model, caller.key.group, (provider) => provider.chatCompletions !== undefined,
-      async (attempt) => {
-        channelName = attempt.channel.name;
-        const answer = await attempt.provider.chatCompletions!({
-          channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream: true, signal: abort.signal,
-          body: withUpstreamOptions(body, { model: attempt.upstreamModel, stream: true, maxTokensDefault }),
-        });
-        return pipeStream(exchange, answer.body, {
-          push: (chunk) => tail.push(chunk),
-          finish: () => {
-            const result = finishTail();
-            return result.finishReason === null && !result.sawDone
-              ? openAIErrorEvent({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${attempt.channel.name} ended the stream early` })
-              : result.tail;
-          },
-          fail: (error) => openAIErrorEvent(error),
-        }, abort, attempt.channel.name);
-      }, abort.signal);
+    const { result: outcome } = await withFailover<PipeOutcome>(context, model, caller.key.group, capable, async (attempt) => {
+      const answer = await send(attempt, true);
+      return pipeStream(exchange, answer.body, {
+        push: (chunk) => tail.push(chunk),
+        finish: () => {
+          const result = finishTail();
+          return result.finishReason === null && !result.sawDone
+            ? openAIErrorEvent({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${attempt.channel.name} ended the stream early` })
+            : result.tail;
+        },
+        fail: (error) => openAIErrorEvent(error),
+      }, scope.abort, attempt.channel.name);
+    }, scope.abort.signal);
     const result = finishTail();
     const endReason = outcome.endReason === 'completed' && !result.sawDone ? 'upstream_truncated' : outcome.endReason;
     bill(result.usage, result.usageSource, outcome.error ? outcome.error.status : 200, endReason, outcome.firstByteAt);
-  } catch (error) {
-    const shape = toGatewayError(error);
-    bill(undefined, 'estimated', shape.status, exchange.aborted ? 'client_gone' : 'failed', null);
-    throw error;
-  } finally {
-    admission.release();
-  }
+  });
 }

@@ -5,15 +5,13 @@ import type { Caller } from '../auth/api-key';
 import { usdToQuota } from '../billing/pricing';
 import type { ModelConfig } from '../config';
 import type { GatewayContext } from '../context';
-import { badRequest, GatewayError, toGatewayError } from '../errors';
+import { badRequest, GatewayError } from '../errors';
 import { imagePriceUsd } from '../formats/images';
 import type { Exchange } from '../http';
 import { readAnswer } from '../providers/http-call';
 import type { Provider, UpstreamAnswer } from '../providers/types';
-import { fromTransportError } from '../upstream/transport-errors';
-import { admit } from './admission';
+import { billedCall } from './billed-call';
 import { withFailover, type Attempt } from './failover';
-import { usageRecord } from './records';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 /** bound on an image answer held in memory (b64_json images are large) */
@@ -57,38 +55,18 @@ function imageCount(bytes: Buffer, channel: string): number {
 
 export async function relayImages(call: ImageCall): Promise<void> {
   const { exchange, context, caller, model, pricing, endpoint } = call;
-  const startedAt = Date.now();
-  const group = context.config.groups[caller.key.group] ?? context.config.groups.default;
-  const estimate = usdToQuota(imagePriceUsd(model, pricing), group.ratio);
-  const admission = admit(context, caller, model, estimate);
-  const abort = new AbortController();
-  exchange.onAbort(() => abort.abort());
-  let channelName = '';
-
-  const bill = (quota: number, status: number, endReason: string, firstByteAt: number | null) => {
-    context.ledger.settle(admission.reservation, quota, usageRecord({
-      caller, model, channel: channelName, endpoint, startedAt, firstByteAt, promptTokens: 0, completionTokens: 0,
-      quota, status, endReason, usageSource: 'per_call', stream: false,
-    }));
-  };
-
-  try {
+  const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
+  const estimate = usdToQuota(imagePriceUsd(model, pricing), ratio);
+  await billedCall({ exchange, context, caller, model, endpoint, stream: false, estimate }, async (scope) => {
     const { result } = await withFailover(context, model, caller.key.group, call.capable, async (attempt) => {
-      channelName = attempt.channel.name;
-      const answer = await call.send(attempt, abort.signal);
-      let bytes: Buffer;
-      try { bytes = await readAnswer(answer, MAX_ANSWER_BYTES); } catch (error) { throw fromTransportError(error, attempt.channel.name); }
+      scope.channel = attempt.channel.name;
+      const bytes = await readAnswer(await call.send(attempt, scope.abort.signal), MAX_ANSWER_BYTES, attempt.channel.name);
       return { bytes, count: imageCount(bytes, attempt.channel.name) };
-    }, abort.signal);
+    }, scope.abort.signal);
     // Billed per image delivered: fewer than asked costs less; more than asked is not charged beyond n.
     const delivered = Math.min(result.count, pricing.n);
-    const quota = usdToQuota(imagePriceUsd(model, { ...pricing, n: delivered }), group.ratio);
-    bill(quota, 200, delivered < pricing.n ? 'partial' : 'completed', Date.now());
+    const quota = usdToQuota(imagePriceUsd(model, { ...pricing, n: delivered }), scope.ratio);
+    scope.settle(quota, { promptTokens: 0, completionTokens: 0, usageSource: 'per_call' }, 200, delivered < pricing.n ? 'partial' : 'completed', Date.now());
     exchange.respond(200, JSON_HEADERS, result.bytes);
-  } catch (error) {
-    bill(0, toGatewayError(error).status, exchange.aborted ? 'client_gone' : 'failed', null);
-    throw error;
-  } finally {
-    admission.release();
-  }
+  });
 }

@@ -7,16 +7,14 @@ import { estimateQuota, isPerCall, perCallQuota, usageQuota } from '../billing/p
 import { estimatePromptTokens } from '../billing/tokens';
 import type { ModelConfig } from '../config';
 import type { GatewayContext } from '../context';
-import { renderError, toGatewayError, upstreamError, type GatewayErrorShape } from '../errors';
+import { renderError, upstreamError, type GatewayErrorShape } from '../errors';
 import type { MessagesRequestInfo } from '../formats/anthropic-messages';
 import type { Exchange } from '../http';
 import { readAnswer } from '../providers/http-call';
-import type { JsonCall } from '../providers/types';
-import { fromTransportError } from '../upstream/transport-errors';
-import { admit } from './admission';
+import type { Provider } from '../providers/types';
+import { billedCall } from './billed-call';
 import { withFailover, type Attempt } from './failover';
 import { completionTokensOfMessage, localPromptTokens, MessagesStreamWatch, usageOfMessage, type MessageUsage, type UsageSource } from './messages-usage';
-import { usageRecord } from './records';
 import { pipeStream, type PipeOutcome } from './stream-pipe';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -43,47 +41,37 @@ export function anthropicErrorEvent(error: GatewayErrorShape): string {
 
 export async function relayMessages(call: MessagesCall): Promise<void> {
   const { exchange, context, caller, model, body, info } = call;
-  const startedAt = Date.now();
   const perCall = isPerCall(model);
-  const group = context.config.groups[caller.key.group] ?? context.config.groups.default;
+  const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
   const estimate = perCall
-    ? perCallQuota(model, 1, group.ratio)
-    : estimateQuota(model, estimatePromptTokens(info.promptChars, info.messageCount, info.hasImages ? 1 : 0), info.maxTokens, group.ratio);
-  const admission = admit(context, caller, model, estimate);
-  const abort = new AbortController();
-  exchange.onAbort(() => abort.abort());
-  let channelName = '';
+    ? perCallQuota(model, 1, ratio)
+    : estimateQuota(model, estimatePromptTokens(info.promptChars, info.messageCount, info.hasImages ? 1 : 0), info.maxTokens, ratio);
+  const capable = (provider: Provider) => provider.messages !== undefined;
 
-  const bill = (usage: MessageUsage | undefined, source: UsageSource, status: number, endReason: string, firstByteAt: number | null) => {
-    // Anthropic's input_tokens excludes cache reads and writes; the prompt is all three.
-    const promptTokens = usage ? usage.input + usage.cacheRead + usage.cacheCreation : 0;
-    const quota = usage === undefined ? 0
-      : perCall ? perCallQuota(model, 1, group.ratio)
+  await billedCall({ exchange, context, caller, model, endpoint: 'messages', stream: info.stream, estimate }, async (scope) => {
+    const bill = (usage: MessageUsage, source: UsageSource, status: number, endReason: string, firstByteAt: number | null) => {
+      // Anthropic's input_tokens excludes cache reads and writes; the prompt is all three.
+      const promptTokens = usage.input + usage.cacheRead + usage.cacheCreation;
+      const quota = perCall ? perCallQuota(model, 1, scope.ratio)
         : usageQuota(model, {
           prompt_tokens: promptTokens, completion_tokens: usage.output, cached_tokens: usage.cacheRead, cache_creation_tokens: usage.cacheCreation,
-        }, group.ratio);
-    context.ledger.settle(admission.reservation, quota, usageRecord({
-      caller, model, channel: channelName, endpoint: 'messages', startedAt, firstByteAt,
-      promptTokens, completionTokens: usage?.output ?? 0, cacheReadTokens: usage?.cacheRead ?? 0, cacheCreationTokens: usage?.cacheCreation ?? 0,
-      quota, status, endReason, usageSource: perCall ? 'per_call' : source, stream: info.stream,
-    }));
-  };
-
-  const upstreamCall = (attempt: Attempt): JsonCall => {
-    channelName = attempt.channel.name;
-    return {
-      channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream: info.stream,
-      signal: abort.signal, headers: call.headers, body: { ...body, model: attempt.upstreamModel },
+        }, scope.ratio);
+      scope.settle(quota, {
+        promptTokens, completionTokens: usage.output, cacheReadTokens: usage.cacheRead, cacheCreationTokens: usage.cacheCreation,
+        usageSource: perCall ? 'per_call' : source,
+      }, status, endReason, firstByteAt);
     };
-  };
+    const send = (attempt: Attempt) => {
+      scope.channel = attempt.channel.name;
+      return attempt.provider.messages!({
+        channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream: info.stream,
+        signal: scope.abort.signal, headers: call.headers, body: { ...body, model: attempt.upstreamModel },
+      });
+    };
 
-  try {
     if (!info.stream) {
-      const { result: bytes, attempt } = await withFailover(context, model, caller.key.group, (provider) => provider.messages !== undefined,
-        async (attempt) => {
-          const answer = await attempt.provider.messages!(upstreamCall(attempt));
-          try { return await readAnswer(answer, MAX_ANSWER_BYTES); } catch (error) { throw fromTransportError(error, attempt.channel.name); }
-        }, abort.signal);
+      const { result: bytes, attempt } = await withFailover(context, model, caller.key.group, capable,
+        async (attempt) => readAnswer(await send(attempt), MAX_ANSWER_BYTES, attempt.channel.name), scope.abort.signal);
       let message: Record<string, unknown>;
       try { message = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>; } catch { message = {}; }
       if (message.type !== 'message') throw upstreamError(502, `upstream channel ${attempt.channel.name} answered with something that is not a message`, 'upstream_malformed', false);
@@ -103,31 +91,24 @@ export async function relayMessages(call: MessagesCall): Promise<void> {
     }
 
     let watch = new MessagesStreamWatch();
-    const { result: outcome } = await withFailover<PipeOutcome>(context, model, caller.key.group, (provider) => provider.messages !== undefined,
-      async (attempt) => {
-        const answer = await attempt.provider.messages!(upstreamCall(attempt));
-        watch = new MessagesStreamWatch();
-        return pipeStream(exchange, answer.body, {
-          push: (chunk) => { watch.push(chunk); return chunk; },
-          finish: () => {
-            watch.end();
-            if (watch.sawMessageStop || watch.upstreamError) return '';
-            if (watch.sawStopReason) return MESSAGE_STOP_EVENT;
-            return anthropicErrorEvent({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${attempt.channel.name} ended the stream early` });
-          },
-          fail: (error) => anthropicErrorEvent(error),
-        }, abort, attempt.channel.name);
-      }, abort.signal);
+    const { result: outcome } = await withFailover<PipeOutcome>(context, model, caller.key.group, capable, async (attempt) => {
+      const answer = await send(attempt);
+      watch = new MessagesStreamWatch();
+      return pipeStream(exchange, answer.body, {
+        push: (chunk) => { watch.push(chunk); return chunk; },
+        finish: () => {
+          watch.end();
+          if (watch.sawMessageStop || watch.upstreamError) return '';
+          if (watch.sawStopReason) return MESSAGE_STOP_EVENT;
+          return anthropicErrorEvent({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${attempt.channel.name} ended the stream early` });
+        },
+        fail: (error) => anthropicErrorEvent(error),
+      }, scope.abort, attempt.channel.name);
+    }, scope.abort.signal);
     const endReason = outcome.endReason !== 'completed' ? outcome.endReason
       : watch.upstreamError ? 'upstream_error'
         : watch.sawMessageStop || watch.sawStopReason ? 'completed' : 'upstream_truncated';
     const { usage, source } = watch.usage(() => localPromptTokens(body));
     bill(usage, source, outcome.error ? outcome.error.status : 200, endReason, outcome.firstByteAt);
-  } catch (error) {
-    const shape = toGatewayError(error);
-    bill(undefined, 'estimated', shape.status, exchange.aborted ? 'client_gone' : 'failed', null);
-    throw error;
-  } finally {
-    admission.release();
-  }
+  });
 }

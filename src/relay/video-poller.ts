@@ -55,7 +55,7 @@ async function pollUpstream(task: StoredVideoTask, provider: Provider, channel: 
       channel, apiKey: channel.keys[task.channelKeyIndex ?? 0] ?? channel.keys[0] ?? '', upstreamModel: channel.model_map[model.id] ?? model.id,
       model, stream: false, signal: services.signal, vendor: services.config.video.vendor, taskId: task.upstreamTaskId!,
     });
-    const bytes = await readAnswer(answer, MAX_VIDEO_ANSWER_BYTES);
+    const bytes = await readAnswer(answer, MAX_VIDEO_ANSWER_BYTES, channel.name);
     let parsed: unknown;
     try { parsed = JSON.parse(bytes.toString('utf8')); } catch { parsed = undefined; }
     return { ...task, ...mergeUpstreamStatus(task, parsed, now) };

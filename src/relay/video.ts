@@ -5,13 +5,12 @@ import type { Caller } from '../auth/api-key';
 import { perCallQuota } from '../billing/pricing';
 import type { ModelConfig } from '../config';
 import type { GatewayContext } from '../context';
-import { GatewayError, toGatewayError } from '../errors';
+import { GatewayError } from '../errors';
 import { newVideoTask, type VideoSubmitInfo } from '../formats/video';
 import type { Exchange } from '../http';
 import { readAnswer } from '../providers/http-call';
 import type { StoredVideoTask } from '../store';
-import { fromTransportError } from '../upstream/transport-errors';
-import { admit } from './admission';
+import { billedCall } from './billed-call';
 import { withFailover } from './failover';
 import { usageRecord } from './records';
 
@@ -44,42 +43,26 @@ function upstreamTaskIdOf(bytes: Buffer, channel: string): string {
 export async function submitVideoTask(call: VideoSubmitCall): Promise<StoredVideoTask> {
   const { exchange, context, caller, model, body, info } = call;
   const startedAt = Date.now();
-  const group = context.config.groups[caller.key.group] ?? context.config.groups.default;
-  const quota = perCallQuota(model, 1, group.ratio);
-  const admission = admit(context, caller, model, quota);
-  const abort = new AbortController();
-  exchange.onAbort(() => abort.abort());
+  const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
+  const quota = perCallQuota(model, 1, ratio);
+  let upstreamTaskId = '';
+  let channelKeyIndex = 0;
   let channelName = '';
-  const bill = (charged: number, status: number, endReason: string) => {
-    context.ledger.settle(admission.reservation, charged, usageRecord({
-      caller, model, channel: channelName, endpoint: 'video.submit', startedAt, firstByteAt: status === 200 ? Date.now() : null,
-      promptTokens: 0, completionTokens: 0, quota: charged, status, endReason, usageSource: 'per_call', stream: false,
-    }));
-  };
-
-  let upstreamTaskId: string;
-  let channelKeyIndex: number;
-  try {
+  await billedCall({ exchange, context, caller, model, endpoint: 'video.submit', stream: false, estimate: quota }, async (scope) => {
     const { result, attempt } = await withFailover(context, model, caller.key.group, (provider) => provider.videoSubmit !== undefined,
       async (attempt) => {
-        channelName = attempt.channel.name;
+        scope.channel = attempt.channel.name;
         const answer = await attempt.provider.videoSubmit!({
-          channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream: false, signal: abort.signal,
+          channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream: false, signal: scope.abort.signal,
           vendor: context.config.video.vendor, body: { ...body, model: attempt.upstreamModel },
         });
-        let bytes: Buffer;
-        try { bytes = await readAnswer(answer, MAX_VIDEO_ANSWER_BYTES); } catch (error) { throw fromTransportError(error, attempt.channel.name); }
-        return upstreamTaskIdOf(bytes, attempt.channel.name);
-      }, abort.signal);
+        return upstreamTaskIdOf(await readAnswer(answer, MAX_VIDEO_ANSWER_BYTES, attempt.channel.name), attempt.channel.name);
+      }, scope.abort.signal);
     upstreamTaskId = result;
+    channelName = attempt.channel.name;
     channelKeyIndex = Math.max(0, attempt.channel.keys.indexOf(attempt.apiKey));
-    bill(quota, 200, 'submitted');
-  } catch (error) {
-    bill(0, toGatewayError(error).status, exchange.aborted ? 'client_gone' : 'failed');
-    throw error;
-  } finally {
-    admission.release();
-  }
+    scope.settle(quota, { promptTokens: 0, completionTokens: 0, usageSource: 'per_call' }, 200, 'submitted', Date.now());
+  });
   // The charge is committed before the task exists, so a refund can never overtake it.
   await context.ledger.flush();
   const task: StoredVideoTask = {

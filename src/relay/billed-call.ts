@@ -1,0 +1,71 @@
+// The frame every model call shares: reserve (with rate and concurrency admission) → run → settle
+// exactly once with one usage record → give the concurrency slot back. A call that fails is settled
+// at quota 0 with its status and end reason, so every call leaves one record.
+import type { Caller } from '../auth/api-key';
+import type { ModelConfig } from '../config';
+import type { GatewayContext } from '../context';
+import { toGatewayError } from '../errors';
+import type { Exchange } from '../http';
+import type { UsageRecord } from '../store';
+import { admit } from './admission';
+import { usageRecord } from './records';
+
+export interface BilledCallOptions {
+  exchange: Exchange;
+  context: GatewayContext;
+  caller: Caller;
+  model: ModelConfig;
+  endpoint: string;
+  stream: boolean;
+  /** quota reserved before the upstream call */
+  estimate: number;
+}
+
+export interface Metered {
+  promptTokens: number;
+  completionTokens: number;
+  cacheReadTokens?: number;
+  cacheCreationTokens?: number;
+  usageSource: UsageRecord['usage_source'];
+}
+
+export interface CallScope {
+  readonly abort: AbortController;
+  /** the group's price ratio */
+  readonly ratio: number;
+  /** channel of the latest upstream attempt, for the record */
+  channel: string;
+  settle(quota: number, metered: Metered, status: number, endReason: string, firstByteAt: number | null): void;
+}
+
+const NOTHING_METERED: Metered = { promptTokens: 0, completionTokens: 0, usageSource: 'estimated' };
+
+export async function billedCall(options: BilledCallOptions, run: (scope: CallScope) => Promise<void>): Promise<void> {
+  const { exchange, context, caller, model, endpoint, stream } = options;
+  const startedAt = Date.now();
+  const admission = admit(context, caller, model, options.estimate);
+  const abort = new AbortController();
+  exchange.onAbort(() => abort.abort());
+  const scope: CallScope = {
+    abort,
+    ratio: admission.ratio,
+    channel: '',
+    settle(quota, metered, status, endReason, firstByteAt) {
+      context.ledger.settle(admission.reservation, quota, usageRecord({
+        caller, model, channel: scope.channel, endpoint, startedAt, firstByteAt,
+        promptTokens: metered.promptTokens, completionTokens: metered.completionTokens,
+        cacheReadTokens: metered.cacheReadTokens, cacheCreationTokens: metered.cacheCreationTokens,
+        quota, status, endReason, usageSource: metered.usageSource, stream,
+      }));
+    },
+  };
+  try {
+    await run(scope);
+  } catch (error) {
+    // Settling twice is a no-op, so a call that already billed what was delivered keeps that bill.
+    scope.settle(0, NOTHING_METERED, toGatewayError(error).status, exchange.aborted ? 'client_gone' : 'failed', null);
+    throw error;
+  } finally {
+    admission.release();
+  }
+}
