@@ -100,8 +100,8 @@ export async function runMicro(options: { timeMs?: number } = {}): Promise<Row[]
       const found = store.keys.findByDigest(apiKeyDigest(presented[next]).toString('hex'));
       if (!found) throw new Error('key not found');
     });
-    bench.add('reserve + settle (Ledger, capped key, batched commits)', () => {
-      const reservation = ledger.reserve(cappedKey, freshAccount, 2_000);
+    bench.add('reserve + settle (Ledger, capped key, batched commits)', async () => {
+      const reservation = await ledger.reserve(cappedKey, freshAccount, 2_000);
       ledger.settle(reservation, 1_500, usageRow(account.id, cappedKey.id));
     });
     bench.add(`request validation (JSON.parse + validateChatRequest, ${body.length} B body)`, () => {

@@ -56,6 +56,10 @@ export class ChildProcesses {
   private readonly children = new Set<ChildProcess>();
   private stopping: Promise<void> | null = null;
   private cleanups: (() => void)[] = [];
+  private readonly expected = new Set<ChildProcess>();
+  /** children that exited while they should have been running (reported with the results) */
+  readonly unexpectedExits: string[] = [];
+  private readonly stderrTails = new Map<number, () => string>();
 
   constructor(private readonly placement: Placement) {
     // a synchronous last resort: whatever is still running when this process exits is killed
@@ -87,9 +91,17 @@ export class ChildProcesses {
     const fullArgs = this.placement.pinned ? ['-c', cpus, process.execPath, ...nodeCommand] : nodeCommand;
     const child = spawn(command, fullArgs, { env, stdio: ['pipe', 'pipe', 'pipe'] });
     this.children.add(child);
-    child.once('exit', () => this.children.delete(child));
     let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => { if (stderr.length < 8192) stderr += chunk.toString(); });
+    child.once('exit', (code, signal) => {
+      this.children.delete(child);
+      if (this.expected.has(child) || this.stopping) return;
+      const line = `${name} (pid ${child.pid}) exited unexpectedly (${signal ?? `code ${code}`})${stderr ? `: ${stderr.trim().slice(-500)}` : ''}`;
+      this.unexpectedExits.push(line);
+      process.stderr.write(`warning: ${line}\n`);
+    });
+    this.stderrTails.set(child.pid ?? -1, () => stderr);
+    // the last few KB of stderr, for the report when a child dies
+    child.stderr!.on('data', (chunk: Buffer) => { stderr = (stderr + chunk.toString()).slice(-4096); });
     return new Promise((resolve, reject) => {
       let buffered = '';
       let done = false;
@@ -98,7 +110,7 @@ export class ChildProcesses {
         if (done) return;
         done = true;
         clearTimeout(timer);
-        if (error) { child.kill('SIGKILL'); reject(error); } else resolve({ child, value: value as T });
+        if (error) { this.expected.add(child); child.kill('SIGKILL'); reject(error); } else resolve({ child, value: value as T });
       };
       child.stdout!.on('data', (chunk: Buffer) => {
         if (done) return;   // later output is read and dropped, so the pipe never fills
@@ -116,10 +128,15 @@ export class ChildProcesses {
     });
   }
 
+  /** The last few KB a child (and, for Tollgate, its workers) wrote to stderr. */
+  stderrOf(pid: number): string { return this.stderrTails.get(pid)?.() ?? ''; }
+
   /** Stops one child (SIGTERM, SIGKILL after the grace period); for Tollgate that drains its workers. */
   stop(pid: number, graceMs = 8_000): Promise<void> {
     const child = [...this.children].find((candidate) => candidate.pid === pid);
-    return child ? stopChild(child, graceMs) : Promise.resolve();
+    if (!child) return Promise.resolve();
+    this.expected.add(child);
+    return stopChild(child, graceMs);
   }
 
   /** SIGTERM to every child, SIGKILL to those still there after the grace period. */

@@ -99,6 +99,10 @@ export function evaluateTargets(targets: TargetRun[]): { checks: Check[]; notes:
       name: `${label} throughput, Tollgate ÷ pass-through`, measured: `${percent(ratio)} (${number(ours.requestsPerSecond)} ÷ ${number(base.requestsPerSecond)} req/s)`,
       target: `≥ ${percent(minimum)}`, pass: ratio >= minimum && ours.non2xx === 0 && ours.errors === 0,
     });
+    if (base.serverCpuPercent !== null && base.serverCpuPercent < 90) {
+      notes.push(`${label} throughput: the pass-through used only ${number(base.serverCpuPercent)}% of its core, so the mock and load generator `
+        + `(sharing the other core) limited it: its ${number(base.requestsPerSecond)} req/s is a lower bound and the Tollgate ratio an upper bound`);
+    }
     const ceiling = mock.scenarios[id];
     if (ceiling && ceiling.requestsPerSecond > 0) notes.push(`${label} throughput, pass-through ÷ mock direct: ${percent(base.requestsPerSecond / ceiling.requestsPerSecond)}`);
   };
@@ -141,7 +145,7 @@ export function evaluateTargets(targets: TargetRun[]): { checks: Check[]; notes:
         + `${number(idle.stillOpen)} still open after ${number(idle.openSeconds, 0)} s; ${closes}`,
       target: `${number(idle.requested)} open, 0 errors`, pass,
     });
-    if (idle.closedByServer > 0) notes.push(`idle connections: uWS closes an HTTP connection idle for 10 s (a constant of uWS, not configurable in uWS.js); connections closed that way count as held, not as errors`);
+    if (idle.closedByServer > 0) notes.push(`idle connections: uWS closes an HTTP connection idle for 10 s (a constant of uWS, not configurable in uWS.js, swept every 4 s); connections closed that way count as held, not as errors`);
   }
   return { checks, notes };
 }

@@ -32,7 +32,7 @@ const USAGE = `npm run bench -- [options]
   --micro             micro benchmarks (tinybench)`;
 
 interface Options {
-  duration: number; warmup: number; connections: number; idle: number; idleGiven: boolean; ttfbRequests: number; chunks: number;
+  duration: number; warmup: number; connections: number; idle: number; ttfbRequests: number; chunks: number;
   gatewayCpus?: string; clientCpus?: string; target?: string; key?: string; model?: string;
   soak: boolean; requests: number; maxSeconds: number; micro: boolean; profile: boolean;
   /** set from --profile: where Tollgate's processes write their profiles */
@@ -64,7 +64,6 @@ function parseOptions(argv: string[]): Options {
     warmup: positive('warmup', values.warmup, 2, true),
     connections: Math.round(positive('connections', values.connections, 50)),
     idle: Math.round(positive('idle', values.idle, values.target ? 0 : 5000, true)),
-    idleGiven: values.idle !== undefined,
     ttfbRequests: Math.round(positive('ttfb-requests', values['ttfb-requests'], 2000, true)),
     chunks: Math.round(positive('chunks', values.chunks, 20, true)),
     gatewayCpus: values['gateway-cpus'], clientCpus: values['client-cpus'],
@@ -176,6 +175,11 @@ async function compare(options: Options, placement: Placement, children: ChildPr
     sampler.stop();
     baseline.memory = [...baselineSampler.peakKb].map(([pid, peakKb]) => ({ process: `pass-through (pid ${pid})`, peakKb }));
     full.memory = tollgateMemory(tollgate, sampler);
+    const workerCount = full.memory.filter((entry) => entry.process.startsWith('worker')).length;
+    if (workerCount > 1) {
+      notes.push(`WARNING: Tollgate's worker died and was replaced during the run (${workerCount} worker pids seen); `
+        + `its stderr ended with: ${children.stderrOf(tollgate.supervisorPid).trim().slice(-600) || '(nothing)'}`);
+    }
     await children.stop(tollgate.supervisorPid);
     const targets = [direct, baseline, full];
     notes.push('Tollgate: supervisor + 1 worker (TOLLGATE_WORKERS=1), fresh data dir, full path (auth, validation, reserve, relay, settle, usage record)');
@@ -254,7 +258,6 @@ async function main(): Promise<void> {
     notes.push(`idle connections capped at ${idleCap} (asked ${options.idle}): ulimit -n is ${fileLimit}; raise it (ulimit -n 20000) for the full count`);
     options.idle = idleCap;
   }
-  if (options.target && options.idle > 0 && !options.idleGiven) options.idle = 0;
 
   const children = new ChildProcesses(placement);
   let interrupted = false;
@@ -282,6 +285,7 @@ async function main(): Promise<void> {
         'idle connections': options.idle, 'TTFB requests': options.ttfbRequests, ...(kind === 'compare' ? { 'mock chunks': options.chunks } : {}),
         pipelining: 1, 'load generator': 'autocannon 9 (in-process), latency from every response',
       };
+    for (const line of children.unexpectedExits) notes.push(`WARNING: ${line}; the numbers after it are not valid`);
     const profile = options.profileDir ? summarizeProfiles(options.profileDir)[0] : undefined;
     const report: RunReport = {
       kind, startedAt, command: commandLine(argv), machine: describeMachine(), placement: placement.description, settings,

@@ -49,6 +49,7 @@ export function routeTable(context: GatewayContext): Route[] {
 
 interface Node { children: Map<string, Node>; param?: Node; routes: Map<string, Route> }
 const newNode = (): Node => ({ children: new Map(), routes: new Map() });
+const NO_PARAMS: string[] = [];
 
 /** Splits a path into segments; a trailing slash is kept as an empty last segment so '/api/token/' ≠ '/api/token/5'. */
 function segments(path: string): string[] {
@@ -59,9 +60,16 @@ function segments(path: string): string[] {
 
 export class Router {
   private readonly root = newNode();
+  /** routes without parameters, by exact path: one Map lookup for the hot paths */
+  private readonly exact = new Map<string, Map<string, Route>>();
 
   constructor(routes: Route[]) {
     for (const route of routes) {
+      if (!route.pattern.includes(':')) {
+        let byMethod = this.exact.get(route.pattern);
+        if (!byMethod) { byMethod = new Map(); this.exact.set(route.pattern, byMethod); }
+        byMethod.set(route.method, route);
+      }
       let node = this.root;
       for (const part of segments(route.pattern)) {
         if (part === ':') node = node.param ??= newNode();
@@ -77,6 +85,8 @@ export class Router {
 
   /** route + params, or the methods allowed at that path (405), or nothing (404) */
   match(method: string, path: string): { route: Route; params: string[] } | { allowed: string[] } | undefined {
+    const exact = this.exact.get(path)?.get(method);
+    if (exact) return { route: exact, params: NO_PARAMS };
     let parts = segments(path);
     let found = this.walk(this.root, parts, 0, []);
     if (!found && !path.endsWith('/')) { parts = [...parts, '']; found = this.walk(this.root, parts, 0, []); }

@@ -18,6 +18,22 @@ const EXPIRED = new GatewayError({
 
 export interface Caller { key: KeyRecord; account: AccountRecord }
 
+/**
+ * Presented key → hex digest, remembered per process: hashing costs more than the lookup it feeds.
+ * Only the digest is kept as the value; the map is bounded and simply starts over when full.
+ */
+const DIGEST_CACHE_LIMIT = 10_000;
+const digests = new Map<string, string>();
+function digestOf(presented: string): string {
+  let digest = digests.get(presented);
+  if (digest === undefined) {
+    if (digests.size >= DIGEST_CACHE_LIMIT) digests.clear();
+    digest = apiKeyDigest(presented).toString('hex');
+    digests.set(presented, digest);
+  }
+  return digest;
+}
+
 export function presentedKey(exchange: Exchange): string | undefined {
   const authorization = exchange.header('authorization');
   if (authorization) {
@@ -31,7 +47,7 @@ export function authenticateKey(exchange: Exchange, store: Store, now = Date.now
   const presented = presentedKey(exchange);
   if (!presented) throw MISSING;
   if (presented.length > 256) throw INVALID;
-  const key = store.keys.findByDigest(apiKeyDigest(presented).toString('hex'));
+  const key = store.keys.findByDigest(digestOf(presented));
   if (!key || key.status !== 1) throw INVALID;
   if (key.expired_time > 0 && key.expired_time * 1000 <= now) throw EXPIRED;
   const account = store.accounts.get(key.account_id);

@@ -1,6 +1,6 @@
 // Worker-local money: reserve → settle → refund served from quota leases held in memory, so the
-// request path never waits for a commit. A lease is taken from the store in one short synchronous
-// transaction only when the local slice runs short; settled charges and usage records are committed
+// request path almost never waits for a commit. A lease is taken from the store in an asynchronous
+// transaction when the local slice runs low (ahead of need) or short; settled charges and usage records are committed
 // in batches every few ms (never awaited by a response). DESIGN §5.
 import { GatewayError } from '../errors';
 import type { Logger } from '../log';
@@ -12,6 +12,8 @@ export const DEFAULT_IDLE_RETURN_MS = 2_000;
 const LEASE_REQUESTS = 16;
 /** … but never more than half of what remains free, so other workers keep a share */
 const LEASE_SHARE = 0.5;
+/** a reservation waits for at most this many lease growths before it gives up */
+const MAX_GROW_ROUNDS = 4;
 
 class Lease {
   granted = 0;
@@ -45,6 +47,7 @@ export class Ledger {
   private flushTimer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private readonly idleTimer: NodeJS.Timeout;
+  private readonly growing = new Map<string, Promise<void>>();
 
   constructor(private readonly store: Store, private readonly workerId: string, private readonly log: Logger,
     private readonly options: { flushMs?: number; idleReturnMs?: number } = {}) {
@@ -60,38 +63,62 @@ export class Ledger {
     return lease;
   }
 
-  /** Reserves `amount` quota on the key (unless unlimited) and the account; throws 429 insufficient_quota. */
-  reserve(key: KeyRecord, account: AccountRecord, amount: number): Reservation {
-    let keyLease = key.unlimited_quota ? null : this.lease(this.keyLeases, key.id, key.epoch);
-    let accountLease = this.lease(this.accountLeases, account.id, account.epoch);
-    const keyNeed = keyLease ? Math.max(0, amount - keyLease.available) : 0;
-    const accountNeed = Math.max(0, amount - accountLease.available);
-    if (keyNeed > 0 || accountNeed > 0) {
-      const extra = amount * LEASE_REQUESTS;
-      const keyFree = key.remain_quota - key.leased;
-      const accountFree = account.balance - account.leased;
-      const grant = this.store.ledger.acquire(this.workerId,
-        keyNeed > 0 ? key.id : null, { need: keyNeed, want: keyNeed + Math.min(extra, Math.floor(Math.max(0, keyFree - keyNeed) * LEASE_SHARE)) },
-        account.id, { need: accountNeed, want: accountNeed + Math.min(extra, Math.floor(Math.max(0, accountFree - accountNeed) * LEASE_SHARE)) });
+  /**
+   * Reserves `amount` quota on the key (unless unlimited) and the account; rejects with 429
+   * insufficient_quota. Served from the local leases without I/O; when a lease runs short it grows
+   * in an asynchronous transaction (never a synchronous one: that would stall the event loop behind
+   * another commit's fsync), and a lease running low is topped up ahead of need.
+   */
+  async reserve(key: KeyRecord, account: AccountRecord, amount: number): Promise<Reservation> {
+    for (let round = 0; ; round += 1) {
+      const keyLease = key.unlimited_quota ? null : this.lease(this.keyLeases, key.id, key.epoch);
+      const accountLease = this.lease(this.accountLeases, account.id, account.epoch);
+      const keyNeed = keyLease ? Math.max(0, amount - keyLease.available) : 0;
+      const accountNeed = Math.max(0, amount - accountLease.available);
+      if (keyNeed === 0 && accountNeed === 0) {
+        if (keyLease) keyLease.reserved += amount;
+        accountLease.reserved += amount;
+        this.prefetch(key, account, keyLease, accountLease, amount);
+        return { keyId: key.id, accountId: account.id, amount, keyLease, accountLease, done: false };
+      }
+      if (round >= MAX_GROW_ROUNDS) throw insufficientQuota(`quota could not be reserved for this request (${amount} needed) while other requests hold it; retry`);
+      await this.grow(key, account, keyLease, accountLease, keyNeed, accountNeed, amount);
+    }
+  }
+
+  /** One lease growth per key/account pair at a time; concurrent callers wait for it and re-check. */
+  private grow(key: KeyRecord, account: AccountRecord, keyLease: Lease | null, accountLease: Lease,
+    keyNeed: number, accountNeed: number, amount: number): Promise<void> {
+    const flight = `${key.id}:${account.id}`;
+    const running = this.growing.get(flight);
+    if (running) return running.then(() => undefined, () => undefined);
+    const extra = amount * LEASE_REQUESTS;
+    const growth = this.store.ledger.acquire(this.workerId,
+      keyLease && (keyNeed > 0 || keyLease.available < extra / 2) ? key.id : null, { need: keyNeed, extra, share: LEASE_SHARE },
+      account.id, { need: accountNeed, extra, share: LEASE_SHARE },
+    ).then((grant) => {
       if ('shortfall' in grant) {
         if (grant.shortfall === 'key') {
-          throw insufficientQuota(`this key's quota is used up: it has ${keyLease ? keyLease.available + grant.available : grant.available} quota left and this request needs up to ${amount}; raise the key's remain_quota`);
+          throw insufficientQuota(`this key's quota is used up: it has ${(keyLease?.available ?? 0) + grant.available} quota left and this request needs up to ${amount}; raise the key's remain_quota`);
         }
         if (grant.shortfall === 'account') {
           throw insufficientQuota(`the account balance is too low: ${accountLease.available + grant.available} quota left and this request needs up to ${amount}; top up the account`);
         }
         throw new GatewayError({ status: 401, type: 'invalid_request_error', code: 'invalid_api_key', message: 'Invalid token.' });
       }
-      if (grant.key && keyLease) {
-        if (grant.key.epoch !== keyLease.epoch) keyLease = this.lease(this.keyLeases, key.id, grant.key.epoch);
-        keyLease.granted += grant.key.amount;
-      }
-      if (grant.account.epoch !== accountLease.epoch) accountLease = this.lease(this.accountLeases, account.id, grant.account.epoch);
-      accountLease.granted += grant.account.amount;
-    }
-    if (keyLease) keyLease.reserved += amount;
-    accountLease.reserved += amount;
-    return { keyId: key.id, accountId: account.id, amount, keyLease, accountLease, done: false };
+      if (grant.key) this.lease(this.keyLeases, key.id, grant.key.epoch).granted += grant.key.amount;
+      this.lease(this.accountLeases, account.id, grant.account.epoch).granted += grant.account.amount;
+    }).finally(() => this.growing.delete(flight));
+    this.growing.set(flight, growth);
+    return growth;
+  }
+
+  /** A lease under half its usual slice is topped up in the background, so requests rarely wait. */
+  private prefetch(key: KeyRecord, account: AccountRecord, keyLease: Lease | null, accountLease: Lease, amount: number): void {
+    const low = (amount * LEASE_REQUESTS) / 2;
+    if ((keyLease === null || keyLease.available >= low) && accountLease.available >= low) return;
+    if (this.growing.has(`${key.id}:${account.id}`)) return;
+    this.grow(key, account, keyLease, accountLease, 0, 0, amount).catch(() => undefined);
   }
 
   /** The call is over: charge `quota` (may differ from the reservation) and record it. */
@@ -157,9 +184,15 @@ export class Ledger {
     return returns;
   }
 
+  /** Resolves when no lease growth is in flight (a top-up may have started in the background). */
+  async whenIdle(): Promise<void> {
+    while (this.growing.size > 0) await Promise.allSettled([...this.growing.values()]);
+  }
+
   /** Flush, then give every unused lease back. */
   async close(): Promise<void> {
     clearInterval(this.idleTimer);
+    await this.whenIdle();
     await this.flush();
     await this.flushing;
     await Promise.all(this.returnIdle(Date.now(), true));

@@ -12,7 +12,7 @@ export interface TokenUsage {
 }
 
 export function usdToQuota(usd: number, ratio: number): number {
-  const exact = Number((usd * QUOTA_PER_USD * ratio).toFixed(6));
+  const exact = Math.round(usd * QUOTA_PER_USD * ratio * 1e6) / 1e6;
   return Math.max(0, Math.ceil(exact));
 }
 

@@ -220,3 +220,29 @@ export function withUpstreamOptions(body: Record<string, unknown>, options: Upst
   }
   return upstream;
 }
+
+const INCLUDE_USAGE = Buffer.from('{"stream_options":{"include_usage":true},');
+
+/**
+ * The bytes to send upstream. When the gateway changes nothing (same model name, no default
+ * max_tokens) the client's own bytes go as they are; a stream without stream_options gets
+ * `include_usage` spliced in front. Anything else is `upstreamBody` (from withUpstreamOptions) serialized.
+ */
+export function upstreamChatBytes(raw: Buffer, body: Record<string, unknown>, upstreamBody: Record<string, unknown>, options: UpstreamOptions): Buffer | string {
+  const untouched = body.model === options.model && body.stream_options === undefined
+    && (options.maxTokensDefault === undefined || body.max_tokens != null || body.max_completion_tokens != null);
+  if (untouched) {
+    let start = 0;
+    while (start < raw.length && (raw[start] === 0x20 || raw[start] === 0x0a || raw[start] === 0x0d || raw[start] === 0x09)) start += 1;
+    if (raw[start] === 0x7b /* { */) {
+      if (!options.stream && body.stream !== true) return raw;
+      if (options.stream && body.stream === true) {
+        let next = start + 1;
+        while (next < raw.length && (raw[next] === 0x20 || raw[next] === 0x0a || raw[next] === 0x0d || raw[next] === 0x09)) next += 1;
+        // `{}` cannot be a valid chat request, so a member always follows and the comma is right
+        if (raw[next] !== 0x7d) return Buffer.concat([INCLUDE_USAGE, raw.subarray(start + 1)]);
+      }
+    }
+  }
+  return JSON.stringify(upstreamBody);
+}

@@ -87,12 +87,41 @@ export function normalizeUsage(value: unknown): Usage | undefined {
 
 /** Usage of a non-stream chat.completion body, if it has one. */
 export function parseUsageFromChatResponse(body: Buffer | string): Usage | undefined {
+  const text = typeof body === 'string' ? body : body.toString('utf8');
+  const fast = trailingUsage(text);
+  if (fast !== undefined) return fast;
   try {
-    const parsed: unknown = JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));
+    const parsed: unknown = JSON.parse(text);
     return isObject(parsed) ? normalizeUsage(parsed.usage) : undefined;
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Fast path for the common layout where `usage` is the last member of the answer: parse only that
+ * object instead of the whole completion. Anything unusual returns undefined (full parse instead).
+ */
+function trailingUsage(text: string): Usage | undefined {
+  const at = text.lastIndexOf('"usage":');
+  if (at <= 0 || text.charCodeAt(at - 1) === 92 /* a backslash: the match is inside a string */) return undefined;
+  const open = text.indexOf('{', at + 8);
+  if (open === -1 || text.slice(at + 8, open).trim() !== '') return undefined;
+  let depth = 0;
+  for (let index = open; index < text.length; index += 1) {
+    const code = text.charCodeAt(index);
+    if (code === 34 /* " */) {
+      // skip a string (keys of the usage object), escapes included
+      for (index += 1; index < text.length && text.charCodeAt(index) !== 34; index += 1) if (text.charCodeAt(index) === 92) index += 1;
+      continue;
+    }
+    if (code === 123) depth += 1;
+    else if (code === 125 && --depth === 0) {
+      if (text.slice(index + 1).trim() !== '}') return undefined;
+      try { return normalizeUsage(JSON.parse(text.slice(open, index + 1))); } catch { return undefined; }
+    }
+  }
+  return undefined;
 }
 
 export class OpenAIStreamTail {

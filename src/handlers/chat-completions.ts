@@ -5,13 +5,13 @@ import { checkChatRules } from '../relay/chat-rules';
 import { relayChatCompletions } from '../relay/chat';
 import { resolveModel } from '../relay/permissions';
 import type { RouteHandler } from '../routes';
-import { readJsonObject } from './request-body';
+import { readJsonBody } from './request-body';
 
 export const chatCompletions: RouteHandler = async (exchange, _params, context) => {
   const caller = authenticateKey(exchange, context.store);
-  const body = await readJsonObject(exchange);
+  const { body, raw } = await readJsonBody(exchange);
   const info = validateChatRequest(body);
   const model = resolveModel(context.config, context.models, caller.key, info.model);
   checkChatRules(model, info);
-  await relayChatCompletions({ exchange, context, caller, model, body, info });
+  await relayChatCompletions({ exchange, context, caller, model, body, raw, info });
 };

@@ -2,7 +2,10 @@
 import { badRequest } from '../errors';
 import type { Exchange } from '../http';
 
-export async function readJsonObject(exchange: Exchange): Promise<Record<string, unknown>> {
+export interface JsonBody { body: Record<string, unknown>; raw: Buffer }
+
+/** The parsed object and the bytes it came from (forwarded as they are when nothing changes). */
+export async function readJsonBody(exchange: Exchange): Promise<JsonBody> {
   const raw = await exchange.body();
   if (raw.length === 0) throw badRequest('request body is empty: send a JSON object', undefined, 'invalid_json');
   let value: unknown;
@@ -10,5 +13,9 @@ export async function readJsonObject(exchange: Exchange): Promise<Record<string,
     throw badRequest('request body is not valid JSON', undefined, 'invalid_json');
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw badRequest('request body must be a JSON object', undefined, 'invalid_json');
-  return value as Record<string, unknown>;
+  return { body: value as Record<string, unknown>, raw };
+}
+
+export async function readJsonObject(exchange: Exchange): Promise<Record<string, unknown>> {
+  return (await readJsonBody(exchange)).body;
 }

@@ -24,8 +24,21 @@ export interface HttpRequestSpec {
   body?: string | Buffer;
 }
 
+/** Upstream URLs come from config: parse each one once, not per request. */
+const parsedUrls = new Map<string, { origin: string; path: string }>();
+function splitUrl(spec: string): { origin: string; path: string } {
+  let parsed = parsedUrls.get(spec);
+  if (!parsed) {
+    const url = new URL(spec);
+    parsed = { origin: url.origin, path: url.pathname + url.search };
+    if (parsedUrls.size > 1_000) parsedUrls.clear();
+    parsedUrls.set(spec, parsed);
+  }
+  return parsed;
+}
+
 export async function callUpstream(context: ProviderContext, call: UpstreamCall, spec: HttpRequestSpec): Promise<UpstreamAnswer> {
-  const url = new URL(spec.url);
+  const url = splitUrl(spec.url);
   const pool = context.pools.get(url.origin, { connectMs: call.channel.timeouts.connectMs });
   // undici's headersTimeout runs on its coarse (~0.5–1 s tick) timers, so a first-byte timeout of a
   // few hundred ms would fire seconds late across failover attempts: keep an exact timer here.
@@ -39,7 +52,7 @@ export async function callUpstream(context: ProviderContext, call: UpstreamCall,
   try {
     response = await pool.request({
       method: spec.method,
-      path: url.pathname + url.search,
+      path: url.path,
       headers: spec.headers,
       body: spec.body,
       signal: controller.signal,
@@ -65,20 +78,20 @@ export async function callUpstream(context: ProviderContext, call: UpstreamCall,
  * Reads a whole 2xx body, bounded. Over the bound, or a transport failure while reading, is an
  * upstream error of the channel (retryable), never a crash.
  */
-export async function readAnswer(answer: UpstreamAnswer, limit: number, channel: string): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of answer.body) {
-      size += (chunk as Buffer).length;
+export function readAnswer(answer: UpstreamAnswer, limit: number, channel: string): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    const body = answer.body;
+    body.on('data', (chunk: Buffer) => {
+      size += chunk.length;
       if (size > limit) {
-        answer.body.destroy();
-        throw Object.assign(new Error(`upstream response exceeds ${limit} bytes`), { code: 'UPSTREAM_TOO_LARGE' });
+        body.destroy(Object.assign(new Error(`upstream response exceeds ${limit} bytes`), { code: 'UPSTREAM_TOO_LARGE' }));
+        return;
       }
-      parts.push(chunk as Buffer);
-    }
-  } catch (error) {
-    throw fromTransportError(error, channel);
-  }
-  return parts.length === 1 ? parts[0] : Buffer.concat(parts, size);
+      parts.push(chunk);
+    });
+    body.once('end', () => resolve(parts.length === 1 ? parts[0] : Buffer.concat(parts, size)));
+    body.once('error', (error) => reject(fromTransportError(error, channel)));
+  });
 }

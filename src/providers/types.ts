@@ -7,6 +7,14 @@ import type { Logger } from '../log';
 import type { TaskPool } from '../pool';
 import type { UpstreamPools } from '../upstream/pools';
 
+/** The part of AbortSignal a provider may use (an AbortSignal is one). */
+export interface CallSignal {
+  readonly aborted: boolean;
+  readonly reason?: unknown;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
 export interface UpstreamCall {
   channel: ChannelConfig;
   /** the channel key chosen for this call (keys are used in turn) */
@@ -15,7 +23,7 @@ export interface UpstreamCall {
   upstreamModel: string;
   model: ModelConfig;
   stream: boolean;
-  signal: AbortSignal;
+  signal: CallSignal;
   /** extra request headers a dialect needs (anthropic-version, …) */
   headers?: Record<string, string>;
 }
@@ -23,6 +31,8 @@ export interface UpstreamCall {
 export interface JsonCall extends UpstreamCall {
   /** the request body, already in the provider's wire format, with the upstream model set */
   body: Record<string, unknown>;
+  /** the same body already serialized, when the caller has it (saves a JSON.stringify per call) */
+  raw?: string | Buffer;
 }
 
 export interface MultipartCall extends UpstreamCall {

@@ -13,7 +13,7 @@ export interface Admission {
   release(): void;
 }
 
-export function admit(context: GatewayContext, caller: Caller, _model: ModelConfig, estimate: number): Admission {
+export async function admit(context: GatewayContext, caller: Caller, _model: ModelConfig, estimate: number): Promise<Admission> {
   const group = context.config.groups[caller.key.group] ?? context.config.groups.default;
   const { counters } = context.store;
   const subject = `k:${caller.key.id}`;
@@ -34,7 +34,7 @@ export function admit(context: GatewayContext, caller: Caller, _model: ModelConf
   }
   let reservation: Reservation;
   try {
-    reservation = context.ledger.reserve(caller.key, caller.account, estimate);
+    reservation = await context.ledger.reserve(caller.key, caller.account, estimate);
   } catch (error) {
     if (holdsSlot) counters.releaseSlot(subject, context.workerId);
     throw error;

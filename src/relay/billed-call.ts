@@ -8,6 +8,7 @@ import { toGatewayError } from '../errors';
 import type { Exchange } from '../http';
 import type { UsageRecord } from '../store';
 import { admit } from './admission';
+import { CallAbort } from './call-abort';
 import { usageRecord } from './records';
 
 export interface BilledCallOptions {
@@ -30,7 +31,7 @@ export interface Metered {
 }
 
 export interface CallScope {
-  readonly abort: AbortController;
+  readonly abort: CallAbort;
   /** the group's price ratio */
   readonly ratio: number;
   /** channel of the latest upstream attempt, for the record */
@@ -43,8 +44,8 @@ const NOTHING_METERED: Metered = { promptTokens: 0, completionTokens: 0, usageSo
 export async function billedCall(options: BilledCallOptions, run: (scope: CallScope) => Promise<void>): Promise<void> {
   const { exchange, context, caller, model, endpoint, stream } = options;
   const startedAt = Date.now();
-  const admission = admit(context, caller, model, options.estimate);
-  const abort = new AbortController();
+  const admission = await admit(context, caller, model, options.estimate);
+  const abort = new CallAbort();
   exchange.onAbort(() => abort.abort());
   const scope: CallScope = {
     abort,

@@ -7,7 +7,7 @@ import type { ModelConfig } from '../config';
 import type { GatewayContext } from '../context';
 import { upstreamError, type GatewayErrorShape } from '../errors';
 import type { ChatRequestInfo } from '../formats/openai-chat';
-import { withUpstreamOptions } from '../formats/openai-chat';
+import { upstreamChatBytes, withUpstreamOptions } from '../formats/openai-chat';
 import { OpenAIStreamTail, parseUsageFromChatResponse, type Usage } from '../formats/openai-stream-tail';
 import type { Exchange } from '../http';
 import { readAnswer } from '../providers/http-call';
@@ -26,6 +26,8 @@ export interface ChatCall {
   caller: Caller;
   model: ModelConfig;
   body: Record<string, unknown>;
+  /** the client's bytes of `body` */
+  raw: Buffer;
   info: ChatRequestInfo;
 }
 
@@ -50,7 +52,7 @@ function completionTextOf(parsed: { choices?: { message?: { content?: unknown } 
 }
 
 export async function relayChatCompletions(call: ChatCall): Promise<void> {
-  const { exchange, context, caller, model, body, info } = call;
+  const { exchange, context, caller, model, body, raw, info } = call;
   const perCall = isPerCall(model);
   const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
   const maxOutput = info.maxTokens ?? model.max_output_tokens;
@@ -72,9 +74,11 @@ export async function relayChatCompletions(call: ChatCall): Promise<void> {
     };
     const send = (attempt: Attempt, stream: boolean) => {
       scope.channel = attempt.channel.name;
+      const options = { model: attempt.upstreamModel, stream, maxTokensDefault };
+      const upstreamBody = withUpstreamOptions(body, options);
       return attempt.provider.chatCompletions!({
         channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream, signal: scope.abort.signal,
-        body: withUpstreamOptions(body, { model: attempt.upstreamModel, stream, maxTokensDefault }),
+        body: upstreamBody, raw: upstreamChatBytes(raw, body, upstreamBody, options),
       });
     };
 

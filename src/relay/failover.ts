@@ -3,7 +3,7 @@
 import type { ChannelConfig, ModelConfig } from '../config';
 import type { GatewayContext } from '../context';
 import { GatewayError, isGatewayError } from '../errors';
-import type { Provider } from '../providers/types';
+import type { CallSignal, Provider } from '../providers/types';
 
 export interface Attempt { channel: ChannelConfig; provider: Provider; apiKey: string; upstreamModel: string }
 
@@ -17,7 +17,7 @@ const NO_CHANNEL = (model: string, group: string) => new GatewayError({
  * provider lacks the capability. The last error is thrown when every attempt failed.
  */
 export async function withFailover<T>(context: GatewayContext, model: ModelConfig, group: string,
-  capable: (provider: Provider) => boolean, call: (attempt: Attempt) => Promise<T>, signal: AbortSignal): Promise<{ result: T; attempt: Attempt }> {
+  capable: (provider: Provider) => boolean, call: (attempt: Attempt) => Promise<T>, signal: CallSignal): Promise<{ result: T; attempt: Attempt }> {
   const candidates = context.channels.order(model.id, group, context.config.retries + 1)
     .filter((channel) => { const provider = context.providers.get(channel.type); return provider !== undefined && capable(provider); });
   if (candidates.length === 0) throw NO_CHANNEL(model.id, group);

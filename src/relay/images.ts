@@ -9,7 +9,7 @@ import { badRequest, GatewayError } from '../errors';
 import { imagePriceUsd } from '../formats/images';
 import type { Exchange } from '../http';
 import { readAnswer } from '../providers/http-call';
-import type { Provider, UpstreamAnswer } from '../providers/types';
+import type { CallSignal, Provider, UpstreamAnswer } from '../providers/types';
 import { billedCall } from './billed-call';
 import { withFailover, type Attempt } from './failover';
 
@@ -28,7 +28,7 @@ export interface ImageCall {
   endpoint: 'images.generations' | 'images.edits';
   capable: (provider: Provider) => boolean;
   /** one upstream attempt on the chosen channel */
-  send: (attempt: Attempt, signal: AbortSignal) => Promise<UpstreamAnswer>;
+  send: (attempt: Attempt, signal: CallSignal) => Promise<UpstreamAnswer>;
 }
 
 /** Only image models answer on the image endpoints (a chat model with chat_image uses chat completions). */

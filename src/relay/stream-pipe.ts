@@ -25,7 +25,7 @@ export const SSE_HEADERS: Headers = {
   'x-accel-buffering': 'no',
 };
 
-export function pipeStream(exchange: Exchange, body: Readable, transform: StreamTransform, abort: AbortController,
+export function pipeStream(exchange: Exchange, body: Readable, transform: StreamTransform, abort: { abort(): void },
   channel: string, headers: Headers = SSE_HEADERS): Promise<PipeOutcome> {
   return new Promise((resolve, reject) => {
     let started = false;

@@ -2,7 +2,7 @@
 // thread; msgpack records with shared structures; a schema-version key; id counters.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { open, TransactionFlags, type Database, type RootDatabase } from 'lmdb';
+import { open, type Database, type RootDatabase } from 'lmdb';
 
 export const SCHEMA_VERSION = 1;
 
@@ -60,14 +60,4 @@ export function nextId(databases: Databases, counter: string): number {
   const next = ((databases.meta.get(key) as number | undefined) ?? 0) + 1;
   databases.meta.putSync(key, next);
   return next;
-}
-
-/**
- * A synchronous write transaction that commits before returning but does not wait for the fsync
- * (used on the request path, e.g. for quota leases, where ~1 ms of flush latency is not affordable;
- * LMDB stays consistent and the flush follows at once).
- */
-export function writeNow<T>(databases: Databases, action: () => T): T {
-  return databases.root.transactionSync(action,
-    TransactionFlags.ABORTABLE | TransactionFlags.SYNCHRONOUS_COMMIT | TransactionFlags.NO_SYNC_FLUSH);
 }

@@ -4,14 +4,22 @@
 //   account: leased ≤ balance,                        balance ≥ 0
 // so the sum of what all workers may spend never exceeds what remains.
 import type { Databases } from './database';
-import { nextId, writeNow } from './database';
+import { nextId } from './database';
 import type { AccountRecord, KeyRecord, LeaseHolder, UsageRecord } from './records';
 
 export interface LeaseAsk {
   /** at least this much, or nothing */
   need: number;
-  /** up to this much */
-  want: number;
+  /** beyond `need`, up to this much more … */
+  extra: number;
+  /** … but at most this share of what would remain free, so other workers keep theirs */
+  share: number;
+}
+
+/** What a lease ask gets out of `free`, decided inside the transaction on the current numbers. */
+function grantOf(ask: LeaseAsk, free: number): number {
+  const spare = Math.max(0, free - ask.need);
+  return ask.need + Math.min(ask.extra, Math.floor(spare * ask.share));
 }
 
 export interface LeaseGrant {
@@ -73,12 +81,12 @@ export class LedgerStore {
   }
 
   /**
-   * Leases quota to a worker from the key (unless unlimited) and the account, in one synchronous
-   * transaction that commits without waiting for the fsync. All or nothing.
+   * Leases quota to a worker from the key (unless unlimited) and the account, in one asynchronous
+   * transaction. All or nothing.
    */
-  acquire(workerId: string, keyId: number | null, keyAsk: LeaseAsk, accountId: number, accountAsk: LeaseAsk): LeaseGrant | LeaseShortfall {
+  acquire(workerId: string, keyId: number | null, keyAsk: LeaseAsk, accountId: number, accountAsk: LeaseAsk): Promise<LeaseGrant | LeaseShortfall> {
     const { keys, accounts, leaseIndex } = this.databases;
-    return writeNow(this.databases, () => {
+    return this.databases.root.transaction((): LeaseGrant | LeaseShortfall => {
       let key: KeyRecord | undefined;
       let keyAmount = 0;
       if (keyId !== null) {
@@ -87,14 +95,14 @@ export class LedgerStore {
         if (!key.unlimited_quota) {
           const free = key.remain_quota - key.leased;
           if (free < keyAsk.need) return { shortfall: 'key', available: Math.max(0, free) } as const;
-          keyAmount = Math.max(keyAsk.need, Math.min(free, keyAsk.want));
+          keyAmount = grantOf(keyAsk, free);
         }
       }
       const account = accounts.get(accountId) as AccountRecord | undefined;
       if (!account) return { shortfall: 'gone', available: 0 } as const;
       const accountFree = account.balance - account.leased;
       if (accountFree < accountAsk.need) return { shortfall: 'account', available: Math.max(0, accountFree) } as const;
-      const accountAmount = Math.max(accountAsk.need, Math.min(accountFree, accountAsk.want));
+      const accountAmount = grantOf(accountAsk, accountFree);
       if (key && keyAmount > 0) {
         const updated = { ...key };
         take(updated, workerId, keyAmount);
@@ -119,29 +127,51 @@ export class LedgerStore {
    * by a response). A charge first consumes the worker's lease of the same epoch.
    */
   async commit(workerId: string, charges: Charge[], records: Omit<UsageRecord, 'id'>[]): Promise<void> {
-    const { keys, accounts, usage } = this.databases;
+    const { keys, accounts, usage, meta } = this.databases;
+    // Charges of one key (or account) and epoch are summed first: with non-negative amounts the
+    // clamps below give the same result as applying them one by one, for one read and one write.
+    const keyTotals = new Map<number, Map<number, number>>();
+    const accountTotals = new Map<number, Map<number, number>>();
+    const add = (totals: Map<number, Map<number, number>>, id: number, epoch: number, quota: number) => {
+      let byEpoch = totals.get(id);
+      if (!byEpoch) { byEpoch = new Map(); totals.set(id, byEpoch); }
+      byEpoch.set(epoch, (byEpoch.get(epoch) ?? 0) + quota);
+    };
+    for (const charge of charges) {
+      add(keyTotals, charge.keyId, charge.keyEpoch, charge.quota);
+      add(accountTotals, charge.accountId, charge.accountEpoch, charge.quota);
+    }
     await this.databases.root.transaction(() => {
-      for (const charge of charges) {
-        const key = keys.get(charge.keyId) as KeyRecord | undefined;
-        if (key) {
-          const updated = { ...key, used_quota: key.used_quota + charge.quota };
-          if (!key.unlimited_quota) updated.remain_quota = Math.max(0, key.remain_quota - charge.quota);
-          if (key.epoch === charge.keyEpoch) release(updated, workerId, charge.quota);
-          updated.leased = Math.min(updated.leased, updated.unlimited_quota ? updated.leased : updated.remain_quota);
-          keys.putSync(key.id, updated);
-        }
-        const account = accounts.get(charge.accountId) as AccountRecord | undefined;
-        if (account) {
-          const updated = { ...account, used_quota: account.used_quota + charge.quota, balance: Math.max(0, account.balance - charge.quota) };
-          if (account.epoch === charge.accountEpoch) release(updated, workerId, charge.quota);
-          updated.leased = Math.min(updated.leased, updated.balance);
-          accounts.putSync(account.id, updated);
-        }
+      for (const [id, byEpoch] of keyTotals) {
+        const key = keys.get(id) as KeyRecord | undefined;
+        if (!key) continue;
+        let quota = 0;
+        for (const amount of byEpoch.values()) quota += amount;
+        const updated = { ...key, used_quota: key.used_quota + quota };
+        if (!key.unlimited_quota) updated.remain_quota = Math.max(0, key.remain_quota - quota);
+        const sameEpoch = byEpoch.get(key.epoch);
+        if (sameEpoch !== undefined) release(updated, workerId, sameEpoch);
+        if (!updated.unlimited_quota) updated.leased = Math.min(updated.leased, updated.remain_quota);
+        keys.putSync(id, updated);
       }
-      for (const record of records) {
-        const id = nextId(this.databases, 'usage');
+      for (const [id, byEpoch] of accountTotals) {
+        const account = accounts.get(id) as AccountRecord | undefined;
+        if (!account) continue;
+        let quota = 0;
+        for (const amount of byEpoch.values()) quota += amount;
+        const updated = { ...account, used_quota: account.used_quota + quota, balance: Math.max(0, account.balance - quota) };
+        const sameEpoch = byEpoch.get(account.epoch);
+        if (sameEpoch !== undefined) release(updated, workerId, sameEpoch);
+        updated.leased = Math.min(updated.leased, updated.balance);
+        accounts.putSync(id, updated);
+      }
+      // ids for the whole batch from one counter read and write
+      const first = ((meta.get('seq:usage') as number | undefined) ?? 0) + 1;
+      if (records.length > 0) meta.putSync('seq:usage', first + records.length - 1);
+      records.forEach((record, index) => {
+        const id = first + index;
         usage.putSync([record.account_id, id], { ...record, id });
-      }
+      });
     });
   }
 

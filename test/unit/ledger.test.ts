@@ -52,15 +52,15 @@ function record(ids: { accountId: number; keyId: number }, quota: number): Omit<
   };
 }
 
-function insufficient(action: () => unknown, which: RegExp): void {
-  assert.throws(action, (error: any) => error.status === 429 && error.code === 'insufficient_quota' && which.test(error.message));
+async function insufficient(action: () => Promise<unknown>, which: RegExp): Promise<void> {
+  await assert.rejects(action, (error: any) => error.status === 429 && error.code === 'insufficient_quota' && which.test(error.message));
 }
 
 test('reserve → settle charges the settled amount on key and account, with one usage record', async () => {
   const ids = await setup(10_000, { remain_quota: 1000 });
   const worker = ledger('w1');
   const { key, account } = fresh(ids);
-  const reservation = worker.reserve(key, account, 300);
+  const reservation = await worker.reserve(key, account, 300);
   assert.ok(store.keys.byId(ids.keyId)!.leased >= 300, 'a lease was taken from the key');
   assert.equal(store.keys.byId(ids.keyId)!.used_quota, 0, 'leases are not usage');
   worker.settle(reservation, 120, record(ids, 120));
@@ -82,7 +82,7 @@ test('refund charges nothing; the reserved amount is free again', async () => {
   const worker = ledger('w1');
   for (let index = 0; index < 10; index += 1) {
     const { key, account } = fresh(ids);
-    worker.refund(worker.reserve(key, account, 500));
+    worker.refund(await worker.reserve(key, account, 500));
   }
   await worker.flush();
   assert.equal(fresh(ids).key.remain_quota, 500);
@@ -92,14 +92,14 @@ test('refund charges nothing; the reserved amount is free again', async () => {
 test('429 insufficient_quota says key or account', async () => {
   const capped = await setup(10_000, { remain_quota: 100 });
   const worker = ledger('w1');
-  insufficient(() => worker.reserve(fresh(capped).key, fresh(capped).account, 101), /key/);
-  worker.reserve(fresh(capped).key, fresh(capped).account, 100);
-  insufficient(() => worker.reserve(fresh(capped).key, fresh(capped).account, 1), /key/);
+  await insufficient(() => worker.reserve(fresh(capped).key, fresh(capped).account, 101), /key/);
+  await worker.reserve(fresh(capped).key, fresh(capped).account, 100);
+  await insufficient(() => worker.reserve(fresh(capped).key, fresh(capped).account, 1), /key/);
   const poor = await setup(50, { remain_quota: 1000 });
-  insufficient(() => worker.reserve(fresh(poor).key, fresh(poor).account, 51), /account/);
+  await insufficient(() => worker.reserve(fresh(poor).key, fresh(poor).account, 51), /account/);
   const unlimited = await setup(50, { unlimited_quota: true, remain_quota: 0 });
-  insufficient(() => worker.reserve(fresh(unlimited).key, fresh(unlimited).account, 51), /account/);
-  worker.reserve(fresh(unlimited).key, fresh(unlimited).account, 50);
+  await insufficient(() => worker.reserve(fresh(unlimited).key, fresh(unlimited).account, 51), /account/);
+  await worker.reserve(fresh(unlimited).key, fresh(unlimited).account, 50);
 });
 
 test('two workers sharing one store never overspend a cap', async () => {
@@ -116,7 +116,7 @@ test('two workers sharing one store never overspend a cap', async () => {
     const worker = workers[index % 2];
     const { key, account } = fresh(ids);
     try {
-      const reservation = worker.reserve(key, account, amount);
+      const reservation = await worker.reserve(key, account, amount);
       worker.settle(reservation, amount, record(ids, amount));
       charged += amount;
     } catch (error) {
@@ -139,7 +139,7 @@ test('two workers sharing one store never overspend a cap', async () => {
 test('a cap change bumps the epoch: an old lease cannot be drawn on', async () => {
   const ids = await setup(1_000_000, { remain_quota: 100_000 });
   const worker = ledger('w1');
-  const first = worker.reserve(fresh(ids).key, fresh(ids).account, 100);
+  const first = await worker.reserve(fresh(ids).key, fresh(ids).account, 100);
   worker.settle(first, 100, record(ids, 100));
   await worker.flush();
   assert.ok(store.keys.byId(ids.keyId)!.leased > 1000, 'the worker holds a large lease');
@@ -148,23 +148,25 @@ test('a cap change bumps the epoch: an old lease cannot be drawn on', async () =
   const bumped = store.keys.byId(ids.keyId)!;
   assert.equal(bumped.epoch, key.epoch + 1);
   assert.equal(bumped.leased, 0);
-  insufficient(() => worker.reserve(fresh(ids).key, fresh(ids).account, 100), /key/);
-  const small = worker.reserve(fresh(ids).key, fresh(ids).account, 50);
+  await insufficient(() => worker.reserve(fresh(ids).key, fresh(ids).account, 100), /key/);
+  const small = await worker.reserve(fresh(ids).key, fresh(ids).account, 50);
   worker.settle(small, 50, record(ids, 50));
   await worker.flush();
   assert.equal(fresh(ids).key.remain_quota, 0);
-  insufficient(() => worker.reserve(fresh(ids).key, fresh(ids).account, 1), /key/);
+  await insufficient(() => worker.reserve(fresh(ids).key, fresh(ids).account, 1), /key/);
 });
 
 test('a dead worker: reap returns its leases (open reservations included)', async () => {
   const ids = await setup(100_000, { remain_quota: 5000 });
   const dead = new Ledger(store, 'dead-worker', log, { flushMs: 1, idleReturnMs: 60_000 });
-  dead.reserve(fresh(ids).key, fresh(ids).account, 400);
-  dead.reserve(fresh(ids).key, fresh(ids).account, 400);
+  await dead.reserve(fresh(ids).key, fresh(ids).account, 400);
+  await dead.reserve(fresh(ids).key, fresh(ids).account, 400);
+  await dead.whenIdle();
   assert.ok(fresh(ids).key.leased >= 800);
   assert.ok(fresh(ids).account.leased >= 800);
   const other = ledger('alive');
-  const kept = other.reserve(fresh(ids).key, fresh(ids).account, 100);
+  const kept = await other.reserve(fresh(ids).key, fresh(ids).account, 100);
+  await other.whenIdle();
   const otherLease = fresh(ids).key.leases.alive;
   assert.ok(otherLease >= 100);
   assert.ok(await store.ledger.reap('dead-worker') >= 2);

@@ -1,6 +1,6 @@
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { validateChatRequest, withUpstreamOptions } from '../../src/formats/openai-chat';
+import { upstreamChatBytes, validateChatRequest, withUpstreamOptions } from '../../src/formats/openai-chat';
 import { renderError, type GatewayErrorShape } from '../../src/errors';
 
 const user = (content: unknown) => ({ role: 'user', content });
@@ -144,4 +144,31 @@ test('withUpstreamOptions fills max_tokens only when the client set no limit', (
 test('withUpstreamOptions drops stream_options from a non-stream call', () => {
   const upstream = withUpstreamOptions(base({ stream_options: { include_usage: true } }), { model: 'm', stream: false });
   assert.equal('stream_options' in upstream, false);
+});
+
+describe('upstreamChatBytes', () => {
+  const bytesOf = (value: unknown) => Buffer.from(JSON.stringify(value));
+  const send = (body: Record<string, unknown>, options: { model: string; stream: boolean; maxTokensDefault?: number }, raw = bytesOf(body)) =>
+    upstreamChatBytes(raw, body, withUpstreamOptions(body, options), options);
+
+  test('nothing to change: the client bytes go as they are (same buffer)', () => {
+    const body = { model: 'm', messages: [{ role: 'user', content: 'hi' }], seed: 7 };
+    const raw = bytesOf(body);
+    assert.equal(send(body, { model: 'm', stream: false }, raw), raw);
+  });
+
+  test('a stream without stream_options gets include_usage spliced in and stays valid JSON', () => {
+    const body = { model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] };
+    const out = JSON.parse(send(body, { model: 'm', stream: true }, Buffer.from(`  ${JSON.stringify(body)}`)).toString());
+    assert.deepEqual(out, { ...body, stream_options: { include_usage: true } });
+  });
+
+  test('a mapped model, existing stream_options or a default max_tokens re-serialize the body', () => {
+    const base = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
+    assert.equal(JSON.parse(send(base, { model: 'upstream-m', stream: false }).toString()).model, 'upstream-m');
+    const withOptions = { ...base, stream: true, stream_options: { include_usage: false } };
+    assert.deepEqual(JSON.parse(send(withOptions, { model: 'm', stream: true }).toString()).stream_options, { include_usage: true });
+    assert.equal(JSON.parse(send(base, { model: 'm', stream: false, maxTokensDefault: 100 }).toString()).max_tokens, 100);
+    assert.equal(send({ ...base, max_tokens: 5 }, { model: 'm', stream: false, maxTokensDefault: 100 }).toString(), JSON.stringify({ ...base, max_tokens: 5 }));
+  });
 });

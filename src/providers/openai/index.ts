@@ -15,7 +15,7 @@ function jsonHeaders(call: UpstreamCall): Record<string, string> {
 
 export const openaiProvider: ProviderFactory = (context): Provider => ({
   chatCompletions: (call: JsonCall) => callUpstream(context, call, {
-    method: 'POST', url: `${base(call)}/chat/completions`, headers: jsonHeaders(call), body: JSON.stringify(call.body),
+    method: 'POST', url: `${base(call)}/chat/completions`, headers: jsonHeaders(call), body: call.raw ?? JSON.stringify(call.body),
   }),
   messages: messagesOverChat(context, (call, body) => callUpstream(context, call, {
     method: 'POST', url: `${base(call)}/chat/completions`, headers: jsonHeaders(call), body,

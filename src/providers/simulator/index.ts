@@ -7,14 +7,14 @@ import { simulateChatCompletion, simulateChatStream } from '../../formats/simula
 import { simulateImages } from '../../formats/simulated-images';
 import { newTaskId, simulateVideoStep, type VideoTask } from '../../formats/video';
 import { messagesOverChat } from '../translated-messages';
-import type { JsonCall, MultipartCall, Provider, ProviderContext, ProviderFactory, UpstreamAnswer, VideoCall } from '../types';
+import type { CallSignal, JsonCall, MultipartCall, Provider, ProviderContext, ProviderFactory, UpstreamAnswer, VideoCall } from '../types';
 
 function promptTokensOf(body: Record<string, unknown>): number {
   const messages = Array.isArray(body.messages) ? body.messages : [];
   return estimatePromptTokens(JSON.stringify(messages).length, messages.length);
 }
 
-function delay(ms: number, signal: AbortSignal): Promise<void> {
+function delay(ms: number, signal: CallSignal): Promise<void> {
   if (ms <= 0) return Promise.resolve();
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => { signal.removeEventListener('abort', onAbort); resolve(); }, ms);
@@ -24,7 +24,7 @@ function delay(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 /** Emits pre-built SSE events: the first after the first-token delay, then at tokens_per_second. */
-function pacedStream(events: string[], firstDelayMs: number, tokensPerSecond: number, signal: AbortSignal): Readable {
+function pacedStream(events: string[], firstDelayMs: number, tokensPerSecond: number, signal: CallSignal): Readable {
   const gapMs = tokensPerSecond > 0 ? 1000 / tokensPerSecond : 0;
   let index = 0;
   let timer: NodeJS.Timeout | null = null;
