@@ -9,6 +9,7 @@ import { chatCompletions } from './handlers/chat-completions';
 import { messages } from './handlers/messages';
 import { getModel, listModels } from './handlers/models';
 import { usageLog } from './handlers/usage-log';
+import { countTokens } from './handlers/count-tokens';
 import { imageEdits, imageGenerations } from './handlers/images';
 import { videoStatus, videoSubmit } from './handlers/video';
 
@@ -37,6 +38,7 @@ export function routeTable(context: GatewayContext): Route[] {
     { method: 'GET', pattern: '/api/log/', dialect: 'envelope', bodyLimit: 'none', handler: usageLog },
     { method: 'POST', pattern: '/v1/chat/completions', dialect: 'openai', bodyLimit: 'model', handler: chatCompletions },
     { method: 'POST', pattern: '/v1/messages', dialect: 'anthropic', bodyLimit: 'model', handler: messages },
+    { method: 'POST', pattern: '/v1/messages/count_tokens', dialect: 'anthropic', bodyLimit: 'model', handler: countTokens },
     { method: 'GET', pattern: '/v1/models', dialect: 'openai', bodyLimit: 'none', handler: listModels },
     { method: 'GET', pattern: '/v1/models/:', dialect: 'openai', bodyLimit: 'none', handler: getModel },
     { method: 'POST', pattern: '/v1/images/generations', dialect: 'openai', bodyLimit: 'model', handler: imageGenerations },

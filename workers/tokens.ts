@@ -1,0 +1,7 @@
+// Piscina task file: token counting of big prompts (POST /v1/messages/count_tokens above the
+// offload threshold), off the event loop. Pure code only.
+import { localPromptTokens } from '../src/relay/messages-usage';
+
+export function countMessagesTokens(body: Record<string, unknown>): number {
+  return localPromptTokens(body);
+}
