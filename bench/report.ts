@@ -46,6 +46,10 @@ export interface SoakReport {
   completedRequests: number;
   ok: number;
   failed: number;
+  /** non-2xx answers by status */
+  failedStatuses: Record<string, number>;
+  /** request errors (timeouts, resets) by code */
+  errors: Record<string, number>;
   seconds: number;
   requestsPerSecond: number;
   checkpointRequests: number;

@@ -108,7 +108,8 @@ export function parseMultipart(body: Uint8Array, contentType: string, limits: Mu
         size += chunk.length;
       });
       stream.on('limit', () => fail(tooLarge(`file ${name} exceeds the ${limits.fileBytes}-byte file size limit`, name)));
-      stream.on('error', fail);
+      // A body cut off inside a file part surfaces here first (busboy's "Unexpected end of form"): a client error.
+      stream.on('error', (error: Error) => fail(badRequest(`malformed multipart body: ${error.message}`)));
       stream.on('end', () => {
         openFiles--;
         if (failure !== undefined) return;

@@ -87,38 +87,46 @@ export function normalizeUsage(value: unknown): Usage | undefined {
 
 /** Usage of a non-stream chat.completion body, if it has one. */
 export function parseUsageFromChatResponse(body: Buffer | string): Usage | undefined {
-  const text = typeof body === 'string' ? body : body.toString('utf8');
-  const fast = trailingUsage(text);
+  const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+  const fast = trailingUsage(bytes);
   if (fast !== undefined) return fast;
   try {
-    const parsed: unknown = JSON.parse(text);
+    const parsed: unknown = JSON.parse(bytes.toString('utf8'));
     return isObject(parsed) ? normalizeUsage(parsed.usage) : undefined;
   } catch {
     return undefined;
   }
 }
 
+const USAGE_MEMBER = Buffer.from('"usage":');
+const isSpace = (byte: number) => byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
+
 /**
- * Fast path for the common layout where `usage` is the last member of the answer: parse only that
- * object instead of the whole completion. Anything unusual returns undefined (full parse instead).
+ * Fast path for the common layout where `usage` is the last member of the answer: find it from the
+ * end of the bytes and parse only that object, not the whole completion. Anything unusual returns
+ * undefined (the caller parses everything instead).
  */
-function trailingUsage(text: string): Usage | undefined {
-  const at = text.lastIndexOf('"usage":');
-  if (at <= 0 || text.charCodeAt(at - 1) === 92 /* a backslash: the match is inside a string */) return undefined;
-  const open = text.indexOf('{', at + 8);
-  if (open === -1 || text.slice(at + 8, open).trim() !== '') return undefined;
+function trailingUsage(bytes: Buffer): Usage | undefined {
+  const at = bytes.lastIndexOf(USAGE_MEMBER);
+  if (at <= 0 || bytes[at - 1] === 0x5c /* a backslash: the match is inside a string */) return undefined;
+  let open = at + USAGE_MEMBER.length;
+  while (open < bytes.length && isSpace(bytes[open])) open += 1;
+  if (bytes[open] !== 0x7b /* { */) return undefined;
   let depth = 0;
-  for (let index = open; index < text.length; index += 1) {
-    const code = text.charCodeAt(index);
-    if (code === 34 /* " */) {
+  for (let index = open; index < bytes.length; index += 1) {
+    const byte = bytes[index];
+    if (byte === 0x22 /* " */) {
       // skip a string (keys of the usage object), escapes included
-      for (index += 1; index < text.length && text.charCodeAt(index) !== 34; index += 1) if (text.charCodeAt(index) === 92) index += 1;
+      for (index += 1; index < bytes.length && bytes[index] !== 0x22; index += 1) if (bytes[index] === 0x5c) index += 1;
       continue;
     }
-    if (code === 123) depth += 1;
-    else if (code === 125 && --depth === 0) {
-      if (text.slice(index + 1).trim() !== '}') return undefined;
-      try { return normalizeUsage(JSON.parse(text.slice(open, index + 1))); } catch { return undefined; }
+    if (byte === 0x7b) depth += 1;
+    else if (byte === 0x7d && --depth === 0) {
+      let rest = index + 1;
+      while (rest < bytes.length && isSpace(bytes[rest])) rest += 1;
+      if (bytes[rest] !== 0x7d) return undefined;          // more members follow: not the last one
+      for (rest += 1; rest < bytes.length; rest += 1) if (!isSpace(bytes[rest])) return undefined;
+      try { return normalizeUsage(JSON.parse(bytes.toString('utf8', open, index + 1))); } catch { return undefined; }
     }
   }
   return undefined;

@@ -1,6 +1,7 @@
 // The one function every HTTP provider uses to call its upstream: undici Pool.request with the
 // channel's timeouts, abort signal, status mapping and bounded error bodies.
 import type { Readable } from 'node:stream';
+import { CallAbort } from '../upstream/call-abort';
 import { fromTransportError, fromUpstreamStatus } from '../upstream/transport-errors';
 import type { UpstreamCall, UpstreamAnswer, ProviderContext } from './types';
 
@@ -42,7 +43,7 @@ export async function callUpstream(context: ProviderContext, call: UpstreamCall,
   const pool = context.pools.get(url.origin, { connectMs: call.channel.timeouts.connectMs });
   // undici's headersTimeout runs on its coarse (~0.5–1 s tick) timers, so a first-byte timeout of a
   // few hundred ms would fire seconds late across failover attempts: keep an exact timer here.
-  const controller = new AbortController();
+  const controller = new CallAbort();
   const forwardAbort = () => controller.abort(call.signal.reason);
   if (call.signal.aborted) forwardAbort();
   else call.signal.addEventListener('abort', forwardAbort, { once: true });

@@ -8,7 +8,7 @@ import { toGatewayError } from '../errors';
 import type { Exchange } from '../http';
 import type { UsageRecord } from '../store';
 import { admit } from './admission';
-import { CallAbort } from './call-abort';
+import { CallAbort } from '../upstream/call-abort';
 import { usageRecord } from './records';
 
 export interface BilledCallOptions {

@@ -5,6 +5,7 @@ import type { ChannelConfig, Config } from '../config';
 export class ChannelSelector {
   private readonly byModelGroup = new Map<string, ChannelConfig[]>();
   private readonly keyTurn = new Map<string, number>();
+  private readonly singles = new Map<string, readonly ChannelConfig[]>();
 
   constructor(private readonly config: Config) {}
 
@@ -19,9 +20,15 @@ export class ChannelSelector {
   }
 
   /** Candidates in failover order (at most `attempts` long; channels repeat when there are fewer). */
-  order(model: string, group: string, attempts: number, random = Math.random): ChannelConfig[] {
+  order(model: string, group: string, attempts: number, random = Math.random): readonly ChannelConfig[] {
     const eligible = this.eligible(model, group);
-    if (eligible.length <= 1) return eligible.length === 0 ? [] : Array.from({ length: attempts }, () => eligible[0]);
+    if (eligible.length <= 1) {
+      // one channel: the same list every time, built once
+      const cacheKey = `${group}\u0000${model}\u0000${attempts}`;
+      let single = this.singles.get(cacheKey);
+      if (!single) { single = eligible.length === 0 ? [] : Array.from({ length: attempts }, () => eligible[0]); this.singles.set(cacheKey, single); }
+      return single;
+    }
     const priorities = [...new Set(eligible.map((channel) => channel.priority))].sort((left, right) => right - left);
     const ordered: ChannelConfig[] = [];
     for (const priority of priorities) {

@@ -85,12 +85,12 @@ export async function relayChatCompletions(call: ChatCall): Promise<void> {
     if (!info.stream) {
       const { result: bytes, attempt } = await withFailover(context, model, caller.key.group, capable,
         async (attempt) => readAnswer(await send(attempt, false), MAX_ANSWER_BYTES, attempt.channel.name), scope.abort.signal);
-      let text = bytes.toString('utf8');
-      let usage = parseUsageFromChatResponse(text);
+      let usage = parseUsageFromChatResponse(bytes);
       let source: 'upstream' | 'estimated' = 'upstream';
+      let answer: Buffer | string = bytes;
       if (!usage || attempt.upstreamModel !== model.id) {
         let parsed: Record<string, unknown> & { choices?: { message?: { content?: unknown } }[] };
-        try { parsed = JSON.parse(text) as typeof parsed; } catch {
+        try { parsed = JSON.parse(bytes.toString('utf8')) as typeof parsed; } catch {
           throw upstreamError(502, `upstream channel ${attempt.channel.name} answered malformed JSON`, 'upstream_malformed', false);
         }
         if (!usage) {
@@ -99,10 +99,10 @@ export async function relayChatCompletions(call: ChatCall): Promise<void> {
           parsed.usage = usage;
         }
         parsed.model = model.id;
-        text = JSON.stringify(parsed);
+        answer = JSON.stringify(parsed);
       }
       bill(usage, source, 200, 'completed', Date.now());
-      exchange.respond(200, JSON_HEADERS, text);
+      exchange.respond(200, JSON_HEADERS, answer);
       return;
     }
 

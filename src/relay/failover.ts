@@ -18,16 +18,14 @@ const NO_CHANNEL = (model: string, group: string) => new GatewayError({
  */
 export async function withFailover<T>(context: GatewayContext, model: ModelConfig, group: string,
   capable: (provider: Provider) => boolean, call: (attempt: Attempt) => Promise<T>, signal: CallSignal): Promise<{ result: T; attempt: Attempt }> {
-  const candidates = context.channels.order(model.id, group, context.config.retries + 1)
-    .filter((channel) => { const provider = context.providers.get(channel.type); return provider !== undefined && capable(provider); });
-  if (candidates.length === 0) throw NO_CHANNEL(model.id, group);
   let lastError: unknown;
-  for (const channel of candidates) {
+  let tried = 0;
+  for (const channel of context.channels.order(model.id, group, context.config.retries + 1)) {
+    const provider = context.providers.get(channel.type);
+    if (provider === undefined || !capable(provider)) continue;
     if (signal.aborted) break;
-    const attempt: Attempt = {
-      channel, provider: context.providers.get(channel.type)!, apiKey: context.channels.nextKey(channel),
-      upstreamModel: context.channels.upstreamModel(channel, model.id),
-    };
+    tried += 1;
+    const attempt: Attempt = { channel, provider, apiKey: context.channels.nextKey(channel), upstreamModel: context.channels.upstreamModel(channel, model.id) };
     try {
       return { result: await call(attempt), attempt };
     } catch (error) {
@@ -36,5 +34,6 @@ export async function withFailover<T>(context: GatewayContext, model: ModelConfi
       context.log.warn({ channel: channel.name, code: error.code, status: error.status }, 'upstream attempt failed; trying the next channel');
     }
   }
+  if (tried === 0 && !signal.aborted) throw NO_CHANNEL(model.id, group);
   throw lastError ?? NO_CHANNEL(model.id, group);
 }

@@ -168,10 +168,12 @@ export class LedgerStore {
       // ids for the whole batch from one counter read and write
       const first = ((meta.get('seq:usage') as number | undefined) ?? 0) + 1;
       if (records.length > 0) meta.putSync('seq:usage', first + records.length - 1);
-      records.forEach((record, index) => {
-        const id = first + index;
-        usage.putSync([record.account_id, id], { ...record, id });
-      });
+      for (let index = 0; index < records.length; index += 1) {
+        // the queued record objects belong to the ledger: numbering them in place saves a copy each
+        const record = records[index] as UsageRecord;
+        record.id = first + index;
+        usage.putSync([record.account_id, record.id], record);
+      }
     });
   }
 

@@ -18,7 +18,7 @@ function selector(channels: Record<string, unknown>[]): ChannelSelector {
   return new ChannelSelector(config);
 }
 
-const names = (list: { name: string }[]) => list.map((channel) => channel.name);
+const names = (list: readonly { name: string }[]) => list.map((channel) => channel.name);
 const fixed = (value: number) => () => value;
 
 test('higher priority first, whatever the weights', () => {

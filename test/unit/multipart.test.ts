@@ -103,6 +103,8 @@ test('a JSON body or a broken form is a 400, not a crash', async () => {
   await assertRejects(parseMultipart(json, 'multipart/form-data', LIMITS), 400, undefined, /malformed multipart content type.*[Bb]oundary/);
   const truncated = new TextEncoder().encode('--abc\r\nContent-Disposition: form-data; name="prompt"\r\n\r\nhello');
   await assertRejects(parseMultipart(truncated, 'multipart/form-data; boundary=abc', LIMITS), 400, undefined, /malformed multipart body/);
+  const truncatedFile = new TextEncoder().encode('--abc\r\nContent-Disposition: form-data; name="image"; filename="a.png"\r\n\r\nabc');
+  await assertRejects(parseMultipart(truncatedFile, 'multipart/form-data; boundary=abc', LIMITS), 400, undefined, /malformed multipart body/);
 });
 
 function form(fields: Record<string, string>, files: ParsedEditForm['files'] = [], fieldList?: ParsedEditForm['fieldList']): ParsedEditForm {

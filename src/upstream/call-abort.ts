@@ -1,5 +1,6 @@
-// The abort handle of one model call. It has the part of AbortSignal the gateway uses, for a
-// fraction of the cost of an AbortController (which every request would otherwise allocate).
+// The abort handle of one model call or upstream attempt. It has the part of AbortSignal the gateway
+// and undici use (aborted, reason, add/removeEventListener), for a fraction of the cost of an
+// AbortController, which every request would otherwise allocate once or twice.
 import type { CallSignal } from '../providers/types';
 
 export class CallAbort implements CallSignal {
