@@ -80,7 +80,9 @@ export interface MessagesRequestInfo {
 type Json = Record<string, unknown>;
 
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
-const isInteger = (value: unknown): value is number => typeof value === 'number' && Number.isInteger(value);
+// Safe integers only: 1e300 is an integer to JavaScript, but no token count, and it would otherwise
+// reach billing as an absurd estimate instead of a 400 naming the field.
+const isInteger = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value);
 const fail = (param: string, rule: string): never => { throw badRequest(`${param}: ${rule}`, param); };
 
 function requireString(value: unknown, param: string, nonEmpty = false): string {

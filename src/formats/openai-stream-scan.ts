@@ -18,6 +18,9 @@ const DATA_FIELD = Buffer.from('data');
 export const MAY_BE_TERMINAL = 1;
 export const HAS_CALLS = 2;
 
+/** Where the last scanUnderscores call that flagged MAY_BE_TERMINAL found the marker (a return slot, not state). */
+export const scanResult = { terminalAt: -1 };
+
 function matchesAt(buffer: Buffer, position: number, bytes: Buffer): boolean {
   if (position + bytes.length > buffer.length) return false;
   for (let index = 0; index < bytes.length; index += 1) if (buffer[position + index] !== bytes[index]) return false;
@@ -47,9 +50,9 @@ export function scanUnderscores(buffer: Buffer, start: number, end: number): num
     const next = buffer[after]; // compared first: most underscores match none of the keys
     if (next === REASON_KEY[0] && matchesAt(buffer, after, REASON_KEY)) {
       const value = valueAfterKey(buffer, after + REASON_KEY.length, end);
-      if (value !== -1 && buffer[value] === QUOTE) return flags | MAY_BE_TERMINAL;
+      if (value !== -1 && buffer[value] === QUOTE) { scanResult.terminalAt = position; return flags | MAY_BE_TERMINAL; }
     } else if (next === TOKENS_KEY[0] && matchesAt(buffer, after, TOKENS_KEY)) {
-      if (valueAfterKey(buffer, after + TOKENS_KEY.length, end) !== -1) return flags | MAY_BE_TERMINAL;
+      if (valueAfterKey(buffer, after + TOKENS_KEY.length, end) !== -1) { scanResult.terminalAt = position; return flags | MAY_BE_TERMINAL; }
     } else if (next === CALL_KEY[0] && matchesAt(buffer, after, CALL_KEY)) {
       flags |= HAS_CALLS;
     }
@@ -92,6 +95,17 @@ export function nextEventEnd(buffer: Buffer, from: number, end: number): number 
     position = buffer.indexOf(LINE_FEED, position + 1);
   }
   return -1;
+}
+
+/** Start of the event holding `position`: just after the blank line before it (0 if none). */
+export function eventStartBefore(buffer: Buffer, position: number): number {
+  let at = buffer.lastIndexOf(LINE_FEED, position);
+  while (at > 0) {
+    if (buffer[at - 1] === LINE_FEED) return at + 1;
+    if (buffer[at - 1] === CARRIAGE_RETURN && buffer[at - 2] === LINE_FEED) return at + 1;
+    at = buffer.lastIndexOf(LINE_FEED, at - 1);
+  }
+  return 0;
 }
 
 /** End of the last complete event in the buffer (0 if none); boundaries can only be at or after `from`. */

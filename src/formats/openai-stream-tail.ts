@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { countTokens } from '../billing/tokens';
 import { CompletionTextSample } from './completion-text';
 import {
+  eventStartBefore, scanResult,
   HAS_CALLS, MAY_BE_TERMINAL, endsWithDone, eventData, holdsDone, lastEventEnd, nextEventEnd, readStringValue,
   scanUnderscores, valueAfterKey,
 } from './openai-stream-scan';
@@ -189,6 +190,12 @@ export class OpenAIStreamTail {
     if (flags & HAS_CALLS) this.text.withArguments = true;
     if ((flags & MAY_BE_TERMINAL) === 0 && !holdsDone(buffer, completeEnd)) {
       output = completeEnd === buffer.length ? buffer : buffer.subarray(0, completeEnd);
+    } else if ((flags & MAY_BE_TERMINAL) !== 0) {
+      // Terminal events close a stream: the events before the first marker go out as one slice,
+      // and only the rest is walked event by event (a whole stream in one chunk stays cheap).
+      const from = eventStartBefore(buffer, scanResult.terminalAt);
+      const rest = this.processEvents(from === 0 ? buffer : buffer.subarray(from), completeEnd - from);
+      output = from === 0 ? rest : rest === null ? buffer.subarray(0, from) : Buffer.concat([buffer.subarray(0, from), rest]);
     } else {
       output = this.processEvents(buffer, completeEnd);
     }

@@ -31,7 +31,7 @@ function dialectHeaders(exchange: Exchange): Record<string, string> {
 /** DESIGN §5 check 5: what the model's flags forbid. */
 function checkMessagesRules(model: ModelConfig, info: MessagesRequestInfo, body: Record<string, unknown>): void {
   if (model.kind !== 'chat') {
-    throw badRequest(`model ${model.id} is an ${model.kind} model and cannot be used for messages`, 'model', 'model_not_supported');
+    throw badRequest(`model ${model.id} is for ${model.kind} generation, not chat, and cannot be used for messages`, 'model', 'model_not_supported');
   }
   if (model.reasoning) {
     if (body.system !== undefined) throw badRequest(`model ${model.id} is a reasoning model and does not accept a system prompt`, 'system', 'unsupported_value');

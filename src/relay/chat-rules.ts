@@ -5,7 +5,7 @@ import type { ChatRequestInfo } from '../formats/openai-chat';
 
 export function checkChatRules(model: ModelConfig, info: ChatRequestInfo): void {
   if (model.kind !== 'chat') {
-    throw badRequest(`model ${model.id} is an ${model.kind} model and cannot be used for chat completions`, 'model', 'model_not_supported');
+    throw badRequest(`model ${model.id} is for ${model.kind} generation, not chat, and cannot be used for chat completions`, 'model', 'model_not_supported');
   }
   if (model.reasoning) {
     if (info.hasSystem) throw badRequest(`model ${model.id} is a reasoning model and does not accept system messages`, 'messages', 'unsupported_value');

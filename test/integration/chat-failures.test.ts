@@ -25,7 +25,7 @@ describe('chat failures on one channel', () => {
 
   before(async () => {
     // slow chunks, so a client can leave mid-stream
-    setup = await startChatSetup({ mock: { chunkDelayMs: 40 }, config: { mockChannel: { timeouts: { first_byte_ms: 300 } } } });
+    setup = await startChatSetup({ mock: { chunkDelayMs: 40 }, config: { mockChannel: { timeouts: { first_byte_ms: 300, idle_ms: 400 } } } });
     await setup.gateway.gateway.context.store.accounts.topUp(1, 50_000_000);
     key = await createKey(setup.url, setup.gateway.adminToken);
   });
@@ -132,6 +132,24 @@ describe('chat failures on one channel', () => {
     assert.equal(events.at(-1)!.data, '[DONE]');
     assert.equal(events.at(-2)!.json.choices[0].finish_reason, 'stop');
     assert.equal(events.at(-2)!.json.usage.completion_tokens, MOCK_PIECES);
+  });
+
+  test('upstream silent mid-stream past the idle timeout: the stream ends with an error event at once, billed as delivered', async () => {
+    const probe = await createKey(setup.url, setup.gateway.adminToken, { name: 'idle' });
+    setup.mock.script({ silenceAfterChunks: 3, silenceMs: 3_000 });
+    const started = Date.now();
+    const raw = await postChat(setup.url, probe.key, { model: 'mock-chat', messages: HELLO, stream: true });
+    const elapsed = Date.now() - started;
+    assert.equal(raw.status, 200);
+    assert.ok(elapsed < 2_000, `the 400 ms idle timeout cut the stream, not the 3 s silence (${elapsed} ms)`);
+    const events = sseEvents(raw.text);
+    assert.match(JSON.stringify(events.at(-1)!.json?.error), /idle timeout/, `last event is an error: ${raw.text.slice(-300)}`);
+    assert.ok(!raw.text.includes('[DONE]'));
+    await flushCharges(setup);
+    const record = lastRecord(setup.gateway, probe.id);
+    assert.equal(record.end_reason, 'upstream_error');
+    assert.ok(record.completion_tokens > 0 && record.completion_tokens < MOCK_PIECES, `completion tokens ${record.completion_tokens}`);
+    assert.ok(record.quota > 0, 'what was delivered is billed');
   });
 
   test('upstream silent past the first-byte timeout on every attempt → 504, each attempt cut at the timeout', async () => {

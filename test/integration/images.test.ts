@@ -304,6 +304,23 @@ for (const front of FRONTS) {
         const simulated = await client.chat.completions.create({ model: 'sim-gpt-mini', messages: [{ role: 'user', content }] });
         assert.match(simulated.choices[0].message.content ?? '', /fuse these two pictures/);
       });
+
+      test('an image or video model on chat completions or messages is 400 naming model, nothing sent upstream', async () => {
+        for (const model of ['mock-image', 'veo3']) {
+          const error = await apiError(client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] }));
+          assert.equal(error.status, 400);
+          assert.equal(error.param, 'model');
+          assert.equal(error.code, 'model_not_supported');
+          assert.match(error.message, new RegExp(`model ${model} is for (image|video) generation, not chat`));
+          const messages = await call(gateway.url, 'POST', '/v1/messages', {
+            headers: { 'x-api-key': key.key }, body: { model, max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] },
+          });
+          assert.equal(messages.status, 400, messages.text);
+          assert.equal(messages.json?.error?.type, 'invalid_request_error');
+          assert.match(messages.json?.error?.message, /generation, not chat/);
+        }
+        assert.equal(mock.requests.length, 0);
+      });
     });
   });
 }

@@ -57,6 +57,7 @@ test('required fields are named', () => {
   rejects(withoutMax, 'max_tokens', 'max_tokens: field required');
   rejects({ ...minimal(), max_tokens: 0 }, 'max_tokens', 'max_tokens: must be a positive integer');
   rejects({ ...minimal(), max_tokens: 1.5 }, 'max_tokens', 'max_tokens: must be a positive integer');
+  rejects({ ...minimal(), max_tokens: 1e300 }, 'max_tokens', 'max_tokens: must be a positive integer');
   rejects({ model: 'm', max_tokens: 1 }, 'messages', 'messages: field required');
   rejects({ ...minimal(), messages: [] }, 'messages', 'messages: must be a non-empty array');
 });

@@ -1,0 +1,65 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, EMBEDDED_CONFIG, loadConfig, redacted } from '../../src/config';
+
+const chatModel = { id: 'gpt-test', price: { input: 1, output: 2 } };
+const channel = { name: 'main', type: 'openai', base_url: 'http://127.0.0.1:9', keys: ['k'], models: ['gpt-test'] };
+const env = {};
+
+function refused(raw: Record<string, unknown>, message: RegExp, environment: NodeJS.ProcessEnv = env): void {
+  assert.throws(() => loadConfig({ raw, env: environment }), (error: unknown) => {
+    assert.ok(error instanceof ConfigError, String(error));
+    assert.match(error.message, message);
+    return true;
+  });
+}
+
+test('the embedded config loads: simulator models and one simulator channel', () => {
+  const config = loadConfig({ env });
+  assert.deepEqual(config.models.map((model) => model.id), EMBEDDED_CONFIG.models.map((model) => model.id));
+  assert.equal(config.channels[0].type, 'simulator');
+  assert.equal(config.video.vendor, 'veo');
+});
+
+test('each bad entry is refused with an error that names it', () => {
+  refused({ models: [chatModel], channels: [{ ...channel, type: 'grpc' }] }, /channel "main": unknown channel type "grpc"/);
+  refused({ models: [chatModel], channels: [{ ...channel, models: ['gpt-missing'] }] }, /channel "main" lists model "gpt-missing", which is not in models/);
+  refused({ models: [{ id: 'free' }] }, /model "free" has no price/);
+  refused({ models: [{ id: 'half', price: { input: 1 } }] }, /model "half" has no price/);
+  refused({ models: [{ ...chatModel, groups: ['vip'] }] }, /model "gpt-test" names unknown group "vip"/);
+  refused({ models: [chatModel], channels: [{ ...channel, groups: ['vip'] }] }, /channel "main" names unknown group "vip"/);
+  refused({ models: [{ ...chatModel, kind: 'audio' }] }, /model "gpt-test": kind must be chat, image or video/);
+  refused({ models: [chatModel, chatModel] }, /model "gpt-test" is listed twice/);
+  refused({ models: [chatModel], channels: [{ ...channel, base_url: 'not a url' }] }, /channel "main": base_url is not a valid URL/);
+});
+
+test('"$ENV" secrets are read from the environment and never shown by redacted()', () => {
+  const raw = { models: [chatModel], channels: [{ ...channel, keys: ['$TEST_UPSTREAM_KEY', 'plain'] }] };
+  const config = loadConfig({ raw, env: { TEST_UPSTREAM_KEY: 'secret-value' } });
+  assert.deepEqual(config.channels[0].keys, ['secret-value', 'plain']);
+  assert.doesNotMatch(JSON.stringify(redacted(config)), /secret-value|plain/);
+  refused(raw, /channel "main"\.keys\[0\] refers to environment variable TEST_UPSTREAM_KEY, which is not set/);
+});
+
+test('model flags and environment overrides are read', () => {
+  const raw = {
+    listen: { port: 1234 },
+    models: [{ id: 'o-test', reasoning: true, multimodal: true, json_mode: true, max_output_tokens: 100000, price: { input: 1, output: 4 } }],
+  };
+  const config = loadConfig({ raw, env: { PORT: '4321', TOLLGATE_WORKERS: '3' } });
+  const model = config.models[0];
+  assert.equal(model.kind, 'chat');
+  assert.deepEqual([model.reasoning, model.multimodal, model.json_mode, model.max_output_tokens], [true, true, true, 100000]);
+  assert.equal(config.listen.port, 4321);
+  assert.equal(config.workers, 3);
+  refused(raw, /TOLLGATE_WORKERS\/workers must be an integer/, { TOLLGATE_WORKERS: 'many' });
+});
+
+test('a config file that is not JSON names the file', () => {
+  const path = join(mkdtempSync(join(tmpdir(), 'tollgate-config-')), 'config.json');
+  writeFileSync(path, '{ "models": [');
+  assert.throws(() => loadConfig({ path, env }), (error: unknown) => error instanceof ConfigError && error.message.includes(`config file ${path} is not valid JSON`));
+});
