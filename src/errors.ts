@@ -126,7 +126,7 @@ export function renderError(error: GatewayErrorShape, dialect: ErrorDialect): Re
       break;
     case 'video':
       payload = {
-        success: false, message: error.message, error_code: error.code,
+        success: false, message: error.message, error_code: error.code.toUpperCase(),
         details: { field: error.field ?? error.param ?? null, reason: error.message },
       };
       break;

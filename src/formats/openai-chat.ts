@@ -49,7 +49,7 @@ function checkNumber(body: JsonObject, name: string, min: number, max: number): 
 function checkPositiveInteger(body: JsonObject, name: string): number | undefined {
   const value = body[name];
   if (value == null) return undefined;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
     throw badRequest(`${name} must be a positive integer`, name);
   }
   return value;

@@ -73,13 +73,18 @@ export function parseStatus(value: unknown): 1 | 2 {
   return value;
 }
 
-/** Ids in paths and bodies: positive integers only. */
+/** An id in a JSON body: a positive integer number (a string is a wrong type, as for every field). */
 export function parseId(value: unknown): number {
-  const number = typeof value === 'string' && /^\d{1,15}$/.test(value) ? Number(value) : value;
-  if (typeof number !== 'number' || !Number.isSafeInteger(number) || number < 1) {
-    throw new FieldError('id must be a positive integer');
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new FieldError(`id must be a positive integer (got ${value === null ? 'null' : typeof value === 'number' ? String(value) : typeof value})`);
   }
-  return number;
+  return value;
+}
+
+/** An id in a path: digits only. */
+export function parsePathId(text: string | undefined): number {
+  if (text === undefined || !/^\d{1,15}$/.test(text) || Number(text) < 1) throw new FieldError('id must be a positive integer (in the path)');
+  return Number(text);
 }
 
 /** The public key object; `key` is the masked form (the full value only comes from reveal). */

@@ -3,7 +3,7 @@
 import { authenticateAccount } from '../auth/access-token';
 import { apiKeyDigest, generateApiKey, maskKey, seal, unseal } from '../auth/secrets';
 import { GatewayError, rateLimited } from '../errors';
-import { FieldError, keyView, parseId, parseKeyFields, parseStatus } from '../formats/token-fields';
+import { FieldError, keyView, parseId, parseKeyFields, parsePathId, parseStatus } from '../formats/token-fields';
 import type { Exchange } from '../http';
 import type { GatewayContext } from '../context';
 import type { RouteHandler } from '../routes';
@@ -81,7 +81,7 @@ export const search: RouteHandler = domain((exchange, _params, context) => {
 
 export const get: RouteHandler = domain((exchange, params, context) => {
   const { accountId } = authenticateAccount(exchange, context.store, 'read');
-  const record = context.store.keys.get(accountId, parseId(params[0]));
+  const record = context.store.keys.get(accountId, parsePathId(params[0]));
   if (!record) { fail(exchange, NOT_FOUND); return; }
   ok(exchange, keyView(record));
 });
@@ -104,7 +104,7 @@ export const create: RouteHandler = domain(async (exchange, _params, context) =>
 
 export const reveal: RouteHandler = domain((exchange, params, context) => {
   const { accountId } = authenticateAccount(exchange, context.store, 'write');
-  const id = parseId(params[0]);
+  const id = parsePathId(params[0]);
   const { count, windowSeconds } = context.config.limits.reveal;
   for (const bucket of [`reveal:a:${accountId}`, `reveal:ip:${exchange.remoteAddress}`]) {
     const hit = context.store.counters.hit(bucket, count, windowSeconds);
@@ -136,7 +136,7 @@ export const update: RouteHandler = domain(async (exchange, _params, context) =>
 
 export const remove: RouteHandler = domain(async (exchange, params, context) => {
   const { accountId } = authenticateAccount(exchange, context.store, 'write');
-  const removed = await context.store.keys.remove(accountId, parseId(params[0]));
+  const removed = await context.store.keys.remove(accountId, parsePathId(params[0]));
   if (!removed) { fail(exchange, NOT_FOUND); return; }
   ok(exchange, { id: Number(params[0]) });
 });

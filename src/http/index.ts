@@ -6,21 +6,27 @@ import { loadUws, UwsServer, type UwsModule } from './uws-server';
 
 export type { Exchange, ExchangeHandler, Headers, HttpServer, ServerLimits, ServerOptions } from './types';
 
-let uwsModule: UwsModule | null | undefined;
-let uwsFailure = '';
+type Loaded = { module: UwsModule } | { failure: string };
+let loaded: Loaded | undefined;
 
-export function createHttpServer(options: ServerOptions, front: 'uws' | 'node', warn: (message: string) => void): HttpServer {
+function tryLoad(load: (maxHeaderBytes: number) => UwsModule, maxHeaderBytes: number): Loaded {
+  try {
+    return { module: load(maxHeaderBytes) };
+  } catch (error) {
+    return { failure: (error as Error).message.split('\n')[0] };
+  }
+}
+
+/**
+ * `load` is the native loader (tests inject a failing one to prove the fallback); the real one is
+ * tried once per process and its outcome remembered.
+ */
+export function createHttpServer(options: ServerOptions, front: 'uws' | 'node', warn: (message: string) => void,
+  load?: (maxHeaderBytes: number) => UwsModule): HttpServer {
   if (front === 'uws') {
-    if (uwsModule === undefined) {
-      try {
-        uwsModule = loadUws(options.limits.maxHeaderBytes);
-      } catch (error) {
-        uwsModule = null;
-        uwsFailure = (error as Error).message.split('\n')[0];
-      }
-    }
-    if (uwsModule) return new UwsServer(options, uwsModule);
-    warn(`uWebSockets.js native binary could not load (${uwsFailure}); serving with the node:http front instead`);
+    const outcome = load ? tryLoad(load, options.limits.maxHeaderBytes) : (loaded ??= tryLoad(loadUws, options.limits.maxHeaderBytes));
+    if ('module' in outcome) return new UwsServer(options, outcome.module);
+    warn(`uWebSockets.js native binary could not load (${outcome.failure}); serving with the node:http front instead`);
   }
   return new NodeServer(options);
 }

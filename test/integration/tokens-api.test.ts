@@ -287,6 +287,7 @@ for (const front of FRONTS) {
         refused(await api('PUT', '/api/token/', { body: { id: key.id, remain_quota: 1.5 } }), /remain_quota must be an integer/);
         refused(await api('PUT', '/api/token/', { body: { name: 'no id' } }), /id must be a positive integer/);
         refused(await api('PUT', '/api/token/', { body: { id: '7x' } }), /id must be a positive integer/);
+        refused(await api('PUT', '/api/token/', { body: { id: '1', name: 'string id' } }), /id must be a positive integer \(got string\)/);
         refused(await api('PUT', '/api/token/', { body: { id: 999999999 } }), /^record not found$/);
         assert.equal(succeeded(await api('GET', `/api/token/${key.id}`)).name, 'validated');
       });

@@ -172,3 +172,10 @@ describe('upstreamChatBytes', () => {
     assert.equal(send({ ...base, max_tokens: 5 }, { model: 'm', stream: false, maxTokensDefault: 100 }).toString(), JSON.stringify({ ...base, max_tokens: 5 }));
   });
 });
+
+test('max_tokens beyond the safe integers is a 400 naming the field, not a huge reservation', () => {
+  for (const field of ['max_tokens', 'max_completion_tokens']) {
+    assert.throws(() => validateChatRequest({ model: 'm', messages: [{ role: 'user', content: 'hi' }], [field]: 1e20 }),
+      (error: GatewayErrorShape) => error.status === 400 && error.param === field);
+  }
+});
