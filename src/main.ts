@@ -11,7 +11,7 @@ import { createHttpServer, type HttpServer } from './http';
 import { createLogger, type Logger } from './log';
 import { createDispatcher, dialectForPath } from './routes';
 import { Store } from './store';
-import { Ledger } from './billing/ledger';
+import { Ledger, type CommitBatch } from './billing/ledger';
 import { ChannelSelector } from './relay/channels';
 import { createProviders } from './providers';
 import { UpstreamPools } from './upstream/pools';
@@ -30,6 +30,8 @@ export interface GatewayOptions {
   store?: Store;
   log?: Logger;
   workerId?: string;
+  /** where billing batches are committed (default: by this process) */
+  commitBatch?: CommitBatch;
 }
 
 /** Answers the front gives itself (oversized URL or headers, …), in the dialect of the path. */
@@ -73,7 +75,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     workerId,
     masterKey: loadMasterKey(config.dataDir, config.secret),
     startedAt: Date.now(),
-    ledger: new Ledger(store, workerId, log),
+    ledger: new Ledger(store, workerId, log, { commit: options.commitBatch }),
     channels: new ChannelSelector(config),
     providers: createProviders({ pools, pool: taskPool, offloadThresholdBytes: config.offloadThresholdBytes, log }),
     pool: taskPool,

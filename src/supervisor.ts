@@ -5,13 +5,18 @@ import { createServer } from 'node:net';
 import type { Config } from './config';
 import { createLogger, type Logger } from './log';
 import { bootstrapAdmin, startGateway } from './main';
-import { Store } from './store';
+import { Store, type Charge, type UsageRecord } from './store';
+import type { CommitBatch } from './billing/ledger';
 import { startVideoPoller } from './relay/video-poller';
 
 /** V8 young-generation semi-space of a worker, MiB. */
 const WORKER_SEMI_SPACE_MB = 32;
 
-export interface WorkerMessage { type: 'listening'; port: number; front: string }
+export type WorkerMessage =
+  | { type: 'listening'; port: number; front: string }
+  | { type: 'commit'; id: number; workerId: string; charges: Charge[]; records: Omit<UsageRecord, 'id'>[] };
+
+export interface SupervisorMessage { type: 'committed'; id: number; error?: string }
 
 /** Port 0 means "any free port": pick one here so every worker binds the same one. */
 async function concretePort(host: string, port: number): Promise<number> {
@@ -48,6 +53,18 @@ export async function runSupervisor(config: Config, configPath: string | undefin
     const worker = cluster.fork({ ...workerEnv, TOLLGATE_WORKER_ID: workerId });
     workerIds.set(worker.id, workerId);
     worker.on('message', (message: WorkerMessage) => {
+      if (message?.type === 'commit') {
+        // The single writer of billing batches. Batches of a worker are committed in the order they
+        // arrive, and before the reaping of its leases when it dies (one FIFO of transactions).
+        const answer = (reply: SupervisorMessage) => { if (worker.isConnected()) worker.send(reply, () => undefined); };
+        store.ledger.commit(message.workerId, message.charges, message.records).then(
+          () => answer({ type: 'committed', id: message.id }),
+          (error: unknown) => {
+            log.error({ err: error, worker: message.workerId }, 'committing a billing batch failed');
+            answer({ type: 'committed', id: message.id, error: (error as Error).message });
+          });
+        return;
+      }
       if (message?.type === 'listening' && !announced && Object.keys(cluster.workers ?? {}).length >= config.workers) {
         announced = true;
         log.info({ port, workers: config.workers, front: message.front, data_dir: config.dataDir }, `Tollgate listening on http://${config.listen.host}:${port}`);
@@ -122,7 +139,8 @@ async function startBackgroundJobs(store: Store, config: Config, log: Logger): P
 /** Entry of a forked worker process. */
 export async function runWorker(config: Config): Promise<void> {
   const log = createLogger(config.logLevel, { role: 'worker' });
-  const gateway = await startGateway(config, { log, workerId: process.env.TOLLGATE_WORKER_ID });
+  const workerId = process.env.TOLLGATE_WORKER_ID;
+  const gateway = await startGateway(config, { log, workerId, commitBatch: workerId && process.send ? supervisorCommitter(workerId) : undefined });
   process.send?.({ type: 'listening', port: gateway.port, front: gateway.front } satisfies WorkerMessage);
   let stopping = false;
   const stop = async () => {
@@ -135,4 +153,23 @@ export async function runWorker(config: Config): Promise<void> {
   process.on('SIGINT', () => void stop());
   // The supervisor is gone (killed hard): do not linger as an orphan.
   process.on('disconnect', () => void stop());
+}
+
+/** A worker's billing batches go to the supervisor, which commits them and answers with an ack. */
+function supervisorCommitter(workerId: string): CommitBatch {
+  const waiting = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
+  let sequence = 0;
+  process.on('message', (message: SupervisorMessage) => {
+    if (message?.type !== 'committed') return;
+    const waiter = waiting.get(message.id);
+    waiting.delete(message.id);
+    if (message.error) waiter?.reject(new Error(message.error)); else waiter?.resolve();
+  });
+  return (charges, records) => new Promise<void>((resolve, reject) => {
+    const id = ++sequence;
+    waiting.set(id, { resolve, reject });
+    process.send!({ type: 'commit', id, workerId, charges, records } satisfies WorkerMessage, undefined, undefined, (error: Error | null) => {
+      if (error) { waiting.delete(id); reject(error); }
+    });
+  });
 }

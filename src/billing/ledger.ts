@@ -46,6 +46,20 @@ export function insufficientQuota(message: string): GatewayError {
   return new GatewayError({ status: 429, type: 'insufficient_quota', code: 'insufficient_quota', message });
 }
 
+/** Commits a batch of charges with its usage records; resolves once it is committed. */
+export type CommitBatch = (charges: Charge[], records: Omit<UsageRecord, 'id'>[]) => Promise<void>;
+
+export interface LedgerOptions {
+  flushMs?: number;
+  idleReturnMs?: number;
+  /**
+   * Where batches go. Default: this process commits them. Under the supervisor, workers hand them
+   * to it (one writer for all billing batches: worker event loops never run a commit, and the
+   * worker's memory does not grow with the mapped usage log).
+   */
+  commit?: CommitBatch;
+}
+
 export class Ledger {
   private readonly keyLeases = new Map<number, Lease>();
   private readonly accountLeases = new Map<number, Lease>();
@@ -57,7 +71,7 @@ export class Ledger {
   private readonly growing = new Map<string, Promise<void>>();
 
   constructor(private readonly store: Store, private readonly workerId: string, private readonly log: Logger,
-    private readonly options: { flushMs?: number; idleReturnMs?: number } = {}) {
+    private readonly options: LedgerOptions = {}) {
     this.idleTimer = setInterval(() => this.returnIdle(), options.idleReturnMs ?? DEFAULT_IDLE_RETURN_MS);
     this.idleTimer.unref();
   }
@@ -161,7 +175,8 @@ export class Ledger {
     const records = this.records;
     this.charges = [];
     this.records = [];
-    this.flushing = this.flushing.then(() => this.store.ledger.commit(this.workerId, charges.map((queued) => queued.charge), records))
+    const commit = this.options.commit ?? ((batch: Charge[], rows: Omit<UsageRecord, 'id'>[]) => this.store.ledger.commit(this.workerId, batch, rows));
+    this.flushing = this.flushing.then(() => commit(charges.map((queued) => queued.charge), records))
       .then(() => {
         for (const { charge, keyLease, accountLease } of charges) {
           if (keyLease) { keyLease.pending -= charge.quota; keyLease.granted = Math.max(0, keyLease.granted - charge.quota); }
