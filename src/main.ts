@@ -32,6 +32,8 @@ export interface GatewayOptions {
   workerId?: string;
   /** where billing batches are committed (default: by this process) */
   commitBatch?: CommitBatch;
+  /** asks other workers for the unused part of their leases (multi-process only) */
+  reclaim?: (keyId: number | null, accountId: number) => Promise<void>;
 }
 
 /** Answers the front gives itself (oversized URL or headers, …), in the dialect of the path. */
@@ -75,7 +77,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     workerId,
     masterKey: loadMasterKey(config.dataDir, config.secret),
     startedAt: Date.now(),
-    ledger: new Ledger(store, workerId, log, { commit: options.commitBatch }),
+    ledger: new Ledger(store, workerId, log, { commit: options.commitBatch, reclaim: options.reclaim }),
     channels: new ChannelSelector(config),
     providers: createProviders({ pools, pool: taskPool, offloadThresholdBytes: config.offloadThresholdBytes, log }),
     pool: taskPool,

@@ -17,8 +17,10 @@ export const FLUSH_RECORDS = 256;
 export const DEFAULT_IDLE_RETURN_MS = 2_000;
 /** a lease asks for this many requests' worth beyond what is needed now … */
 const LEASE_REQUESTS = 128;
-/** … but never more than half of what remains free, so other workers keep a share */
-const LEASE_SHARE = 0.5;
+/** … at most this much beyond 4 requests' worth (big per-call prices must not lock up a cap) … */
+const LEASE_EXTRA_CAP = 500_000;
+/** … and never more than a quarter of what remains free, so other workers keep their share */
+const LEASE_SHARE = 0.25;
 /** a reservation waits for at most this many lease growths before it gives up */
 const MAX_GROW_ROUNDS = 4;
 
@@ -58,6 +60,16 @@ export interface LedgerOptions {
    * worker's memory does not grow with the mapped usage log).
    */
   commit?: CommitBatch;
+  /**
+   * Asks the other workers to give back the unused part of their leases on this key and account
+   * (a request needs more than is free while they hold some). Resolves when they answered.
+   */
+  reclaim?: (keyId: number | null, accountId: number) => Promise<void>;
+}
+
+/** A lease growth found too little free quota; `reclaimable` when other workers hold enough. */
+class Shortfall extends Error {
+  constructor(readonly error: GatewayError, readonly reclaimable: boolean) { super(error.message); }
 }
 
 export class Ledger {
@@ -91,6 +103,7 @@ export class Ledger {
    * another commit's fsync), and a lease running low is topped up ahead of need.
    */
   async reserve(key: KeyRecord, account: AccountRecord, amount: number): Promise<Reservation> {
+    let reclaimed = false;
     for (let round = 0; ; round += 1) {
       const keyLease = key.unlimited_quota ? null : this.lease(this.keyLeases, key.id, key.epoch);
       const accountLease = this.lease(this.accountLeases, account.id, account.epoch);
@@ -103,8 +116,30 @@ export class Ledger {
         return { keyId: key.id, accountId: account.id, amount, keyLease, accountLease, done: false };
       }
       if (round >= MAX_GROW_ROUNDS) throw insufficientQuota(`quota could not be reserved for this request (${amount} needed) while other requests hold it; retry`);
-      await this.grow(key, account, keyLease, accountLease, keyNeed, accountNeed, amount);
+      try {
+        await this.grow(key, account, keyLease, accountLease, keyNeed, accountNeed, amount);
+      } catch (error) {
+        if (!(error instanceof Shortfall)) throw error;
+        // Other workers hold enough in their leases: ask them for the unused part, then try again.
+        if (!error.reclaimable || reclaimed || !this.options.reclaim) throw error.error;
+        reclaimed = true;
+        await this.options.reclaim(keyLease ? key.id : null, account.id);
+      }
     }
+  }
+
+  /** Gives back the unused part of this worker's leases on a key and an account (another worker needs it). */
+  async returnUnused(keyId: number | null, accountId: number): Promise<void> {
+    const returns: Promise<void>[] = [];
+    for (const [kind, map, id] of [['k', this.keyLeases, keyId], ['a', this.accountLeases, accountId]] as const) {
+      if (id === null) continue;
+      const lease = map.get(id);
+      if (!lease || lease.available <= 0) continue;
+      const amount = lease.available;
+      lease.granted -= amount;
+      returns.push(this.store.ledger.giveBack(this.workerId, kind, id, lease.epoch, amount));
+    }
+    await Promise.all(returns);
   }
 
   /** One lease growth per key/account pair at a time; concurrent callers wait for it and re-check. */
@@ -113,17 +148,19 @@ export class Ledger {
     const flight = `${key.id}:${account.id}`;
     const running = this.growing.get(flight);
     if (running) return running.then(() => undefined, () => undefined);
-    const extra = amount * LEASE_REQUESTS;
+    const extra = Math.max(amount * 4, Math.min(amount * LEASE_REQUESTS, LEASE_EXTRA_CAP));
     const growth = this.store.ledger.acquire(this.workerId,
       keyLease && (keyNeed > 0 || keyLease.available < extra / 2) ? key.id : null, { need: keyNeed, extra, share: LEASE_SHARE },
       account.id, { need: accountNeed, extra, share: LEASE_SHARE },
     ).then((grant) => {
       if ('shortfall' in grant) {
+        const need = grant.shortfall === 'key' ? keyNeed : accountNeed;
+        const reclaimable = grant.available + grant.heldByOthers >= need;
         if (grant.shortfall === 'key') {
-          throw insufficientQuota(`this key's quota is used up: it has ${(keyLease?.available ?? 0) + grant.available} quota left and this request needs up to ${amount}; raise the key's remain_quota`);
+          throw new Shortfall(insufficientQuota(`this key's quota is used up: it has ${(keyLease?.available ?? 0) + grant.available} quota left and this request needs up to ${amount}; raise the key's remain_quota`), reclaimable);
         }
         if (grant.shortfall === 'account') {
-          throw insufficientQuota(`the account balance is too low: ${accountLease.available + grant.available} quota left and this request needs up to ${amount}; top up the account`);
+          throw new Shortfall(insufficientQuota(`the account balance is too low: ${accountLease.available + grant.available} quota left and this request needs up to ${amount}; top up the account`), reclaimable);
         }
         throw new GatewayError({ status: 401, type: 'invalid_request_error', code: 'invalid_api_key', message: 'Invalid token.' });
       }
@@ -136,7 +173,7 @@ export class Ledger {
 
   /** A lease under half its usual slice is topped up in the background, so requests rarely wait. */
   private prefetch(key: KeyRecord, account: AccountRecord, keyLease: Lease | null, accountLease: Lease, amount: number): void {
-    const low = (amount * LEASE_REQUESTS) / 2;
+    const low = Math.max(amount * 4, Math.min(amount * LEASE_REQUESTS, LEASE_EXTRA_CAP)) / 2;
     if ((keyLease === null || keyLease.available >= low) && accountLease.available >= low) return;
     if (this.growing.has(`${key.id}:${account.id}`)) return;
     this.grow(key, account, keyLease, accountLease, 0, 0, amount).catch(() => undefined);

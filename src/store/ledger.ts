@@ -27,7 +27,13 @@ export interface LeaseGrant {
   account: { amount: number; epoch: number };
 }
 
-export type LeaseShortfall = { shortfall: 'key' | 'account' | 'gone'; available: number };
+export type LeaseShortfall = {
+  shortfall: 'key' | 'account' | 'gone';
+  /** free now (not leased to anyone) */
+  available: number;
+  /** leased to other workers: what they could give back */
+  heldByOthers: number;
+};
 
 export interface Charge {
   keyId: number;
@@ -91,17 +97,17 @@ export class LedgerStore {
       let keyAmount = 0;
       if (keyId !== null) {
         key = keys.get(keyId) as KeyRecord | undefined;
-        if (!key) return { shortfall: 'gone', available: 0 } as const;
+        if (!key) return { shortfall: 'gone', available: 0, heldByOthers: 0 } as const;
         if (!key.unlimited_quota) {
           const free = key.remain_quota - key.leased;
-          if (free < keyAsk.need) return { shortfall: 'key', available: Math.max(0, free) } as const;
+          if (free < keyAsk.need) return { shortfall: 'key', available: Math.max(0, free), heldByOthers: key.leased - (key.leases[workerId] ?? 0) } as const;
           keyAmount = grantOf(keyAsk, free);
         }
       }
       const account = accounts.get(accountId) as AccountRecord | undefined;
-      if (!account) return { shortfall: 'gone', available: 0 } as const;
+      if (!account) return { shortfall: 'gone', available: 0, heldByOthers: 0 } as const;
       const accountFree = account.balance - account.leased;
-      if (accountFree < accountAsk.need) return { shortfall: 'account', available: Math.max(0, accountFree) } as const;
+      if (accountFree < accountAsk.need) return { shortfall: 'account', available: Math.max(0, accountFree), heldByOthers: account.leased - (account.leases[workerId] ?? 0) } as const;
       const accountAmount = grantOf(accountAsk, accountFree);
       if (key && keyAmount > 0) {
         const updated = { ...key };

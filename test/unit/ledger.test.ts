@@ -179,3 +179,34 @@ test('a dead worker: reap returns its leases (open reservations included)', asyn
   assert.equal(after.account.leased, 0);
   assert.equal(after.key.remain_quota + after.key.used_quota, 5000);
 });
+
+test('quota held in another worker\'s lease is reclaimed for a request that needs it', async () => {
+  const ids = await setup(10_000_000, { remain_quota: 500_000 });
+  const holder = ledger('holder');
+  // the holder serves a small request and keeps a lease (a quarter of what was free, at most)
+  holder.settle(await holder.reserve(fresh(ids).key, fresh(ids).account, 1_000), 1_000, record(ids, 1_000));
+  await holder.flush();
+  await holder.whenIdle();
+  const held = fresh(ids).key.leases.holder;
+  assert.ok(held > 0, 'the holder keeps a lease');
+  const free = fresh(ids).key.remain_quota - fresh(ids).key.leased;
+  const big = free + Math.floor(held / 2);   // more than is free, less than free + what the holder keeps
+
+  const withoutReclaim = ledger('plain');
+  await insufficient(() => withoutReclaim.reserve(fresh(ids).key, fresh(ids).account, big), /key/);
+
+  let asked = 0;
+  const needy = new Ledger(store, 'needy', log, {
+    flushMs: 1, idleReturnMs: 60_000,
+    reclaim: async (keyId, accountId) => { asked += 1; await holder.returnUnused(keyId, accountId); },
+  });
+  ledgers.push(needy);
+  const reservation = await needy.reserve(fresh(ids).key, fresh(ids).account, big);
+  assert.equal(asked, 1);
+  assert.equal(fresh(ids).key.leases.holder ?? 0, 0, 'the holder gave back what it did not use');
+  needy.settle(reservation, big, record(ids, big));
+  await needy.flush();
+  const after = fresh(ids).key;
+  assert.equal(after.used_quota, 1_000 + big);
+  assert.ok(after.leased <= after.remain_quota, 'leases never exceed what remains');
+});
