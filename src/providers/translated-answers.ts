@@ -6,7 +6,8 @@ import { OpenAIToAnthropicStream } from '../formats/anthropic-to-openai';
 import { AnthropicToOpenAIStream } from '../formats/openai-to-anthropic';
 import { SseDecoder, type SseEvent } from '../formats/sse';
 import { readAnswer } from './http-call';
-import type { UpstreamAnswer } from './types';
+import { logWarnings, offloadThreshold, translate } from './translation';
+import type { ProviderContext, UpstreamAnswer, UpstreamCall } from './types';
 
 /** bound on a non-stream upstream answer held in memory (as the chat relay's) */
 const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
@@ -87,11 +88,19 @@ export function streamAnswer(answer: UpstreamAnswer, translator: EventTranslator
   return { status: answer.status, contentType: 'text/event-stream', body: translateSseStream(answer.body, translator) };
 }
 
-/** The whole upstream answer; transport failures while reading become gateway errors (retryable). */
-export async function readWholeAnswer(answer: UpstreamAnswer, channel: string): Promise<Buffer> {
-  return readAnswer(answer, MAX_ANSWER_BYTES, channel);
-}
-
 export function jsonTextAnswer(status: number, text: string): UpstreamAnswer {
   return { status, contentType: 'application/json', body: Readable.from([Buffer.from(text)]) };
+}
+
+/**
+ * A whole (non-stream) upstream answer translated into the caller's dialect: read (bounded), run
+ * through the named answer translation (in the pool when large), warnings logged.
+ */
+export async function translateWholeAnswer(context: ProviderContext, call: UpstreamCall, answer: UpstreamAnswer,
+  name: 'openAIToAnthropicAnswer' | 'anthropicToOpenAIAnswer', direction: string): Promise<UpstreamAnswer> {
+  const bytes = await readAnswer(answer, MAX_ANSWER_BYTES, call.channel.name);
+  const translated = await translate(context, name,
+    { text: bytes.toString('utf8'), model: call.model.id, channel: call.channel.name }, bytes.length > offloadThreshold(context));
+  logWarnings(context, call.channel.name, direction, translated.warnings);
+  return jsonTextAnswer(answer.status, translated.text);
 }

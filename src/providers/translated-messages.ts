@@ -3,7 +3,7 @@
 // translated back, so the messages relay always receives Anthropic wire bytes.
 import { estimatePromptTokens } from '../billing/tokens';
 import type { AnthropicRequest } from '../formats/anthropic-messages';
-import { jsonTextAnswer, openAIToAnthropicEvents, readWholeAnswer, streamAnswer } from './translated-answers';
+import { openAIToAnthropicEvents, streamAnswer, translateWholeAnswer } from './translated-answers';
 import { exceedsSize, logWarnings, offloadThreshold, translate } from './translation';
 import type { JsonCall, ProviderContext, UpstreamAnswer, UpstreamCall } from './types';
 
@@ -24,10 +24,6 @@ export function messagesOverChat(context: ProviderContext, send: ChatSender): (c
       const estimate = estimatePromptTokens(request.text.length, Array.isArray(body.messages) ? body.messages.length : 0);
       return streamAnswer(answer, openAIToAnthropicEvents(call.model.id, estimate));
     }
-    const bytes = await readWholeAnswer(answer, call.channel.name);
-    const message = await translate(context, 'openAIToAnthropicAnswer',
-      { text: bytes.toString('utf8'), model: call.model.id, channel: call.channel.name }, bytes.length > threshold);
-    logWarnings(context, call.channel.name, 'chat completion → message', message.warnings);
-    return jsonTextAnswer(answer.status, message.text);
+    return translateWholeAnswer(context, call, answer, 'openAIToAnthropicAnswer', 'chat completion → message');
   };
 }

@@ -3,7 +3,7 @@
 // a Messages request and the answer back, so the chat relay reaches these channels unchanged.
 import type { OpenAIChatRequest } from '../../formats/openai-to-anthropic';
 import { callUpstream } from '../http-call';
-import { anthropicToOpenAIEvents, jsonTextAnswer, readWholeAnswer, streamAnswer } from '../translated-answers';
+import { anthropicToOpenAIEvents, streamAnswer, translateWholeAnswer } from '../translated-answers';
 import { exceedsSize, logWarnings, offloadThreshold, translate } from '../translation';
 import type { JsonCall, Provider, ProviderFactory, UpstreamCall } from '../types';
 
@@ -36,10 +36,6 @@ export const anthropicProvider: ProviderFactory = (context): Provider => ({
       const includeUsage = (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
       return streamAnswer(answer, anthropicToOpenAIEvents(call.model.id, includeUsage));
     }
-    const bytes = await readWholeAnswer(answer, call.channel.name);
-    const completion = await translate(context, 'anthropicToOpenAIAnswer',
-      { text: bytes.toString('utf8'), model: call.model.id, channel: call.channel.name }, bytes.length > threshold);
-    logWarnings(context, call.channel.name, 'message → chat completion', completion.warnings);
-    return jsonTextAnswer(answer.status, completion.text);
+    return translateWholeAnswer(context, call, answer, 'anthropicToOpenAIAnswer', 'message → chat completion');
   },
 });
