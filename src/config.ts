@@ -188,6 +188,27 @@ function stringList(value: unknown, where: string): string[] {
   return value as string[];
 }
 
+function multipliers(value: unknown, where: string): Record<string, number> | undefined {
+  if (value === undefined) return undefined;
+  if (!isObject(value)) throw new ConfigError(`${where} must be an object of numbers`);
+  for (const [name, factor] of Object.entries(value)) {
+    if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 0) throw new ConfigError(`${where}.${name} must be a number ≥ 0`);
+  }
+  return value as Record<string, number>;
+}
+
+function parseImageOptions(raw: unknown, where: string): ImageOptions {
+  if (!isObject(raw)) throw new ConfigError(`${where} must be an object`);
+  const list = (field: 'sizes' | 'qualities' | 'styles') => raw[field] === undefined ? undefined : stringList(raw[field], `${where}.${field}`);
+  if (raw.url_inputs !== undefined && typeof raw.url_inputs !== 'boolean') throw new ConfigError(`${where}.url_inputs must be true or false`);
+  return Object.freeze({
+    sizes: list('sizes'), qualities: list('qualities'), styles: list('styles'),
+    size_multipliers: multipliers(raw.size_multipliers, `${where}.size_multipliers`),
+    quality_multipliers: multipliers(raw.quality_multipliers, `${where}.quality_multipliers`),
+    url_inputs: raw.url_inputs === true,
+  });
+}
+
 function parseModel(raw: unknown, index: number, groups: Set<string>): ModelConfig {
   const where = `models[${index}]`;
   if (!isObject(raw)) throw new ConfigError(`${where} must be an object`);
@@ -205,7 +226,7 @@ function parseModel(raw: unknown, index: number, groups: Set<string>): ModelConf
   }
   const modelGroups = stringList(raw.groups, `${at}.groups`);
   for (const group of modelGroups) if (!groups.has(group)) throw new ConfigError(`${at} names unknown group "${group}"`);
-  const image = raw.image === undefined ? undefined : (raw.image as ImageOptions);
+  const image = raw.image === undefined ? undefined : parseImageOptions(raw.image, `${at}.image`);
   return Object.freeze({
     id: raw.id,
     owned_by: typeof raw.owned_by === 'string' ? raw.owned_by : 'tollgate',

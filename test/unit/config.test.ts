@@ -34,6 +34,10 @@ test('each bad entry is refused with an error that names it', () => {
   refused({ models: [{ ...chatModel, kind: 'audio' }] }, /model "gpt-test": kind must be chat, image or video/);
   refused({ models: [chatModel, chatModel] }, /model "gpt-test" is listed twice/);
   refused({ models: [chatModel], channels: [{ ...channel, base_url: 'not a url' }] }, /channel "main": base_url is not a valid URL/);
+  const imageModel = { id: 'img', kind: 'image', price: { per_call: 0.04 } };
+  refused({ models: [{ ...imageModel, image: { sizes: '1024x1024' } }] }, /model "img"\.image\.sizes must be an array of strings/);
+  refused({ models: [{ ...imageModel, image: { quality_multipliers: { hd: 'two' } } }] }, /model "img"\.image\.quality_multipliers\.hd must be a number/);
+  refused({ models: [{ ...imageModel, image: { url_inputs: 'yes' } }] }, /model "img"\.image\.url_inputs must be true or false/);
 });
 
 test('"$ENV" secrets are read from the environment and never shown by redacted()', () => {
