@@ -5,26 +5,12 @@ import { createServer } from 'node:net';
 import type { Config } from './config';
 import { createLogger, type Logger } from './log';
 import { bootstrapAdmin, startGateway } from './main';
-import { Store, type Charge, type UsageRecord } from './store';
-import type { CommitBatch } from './billing/ledger';
+import { Store } from './store';
+import { supervisorLink, workerMessageServer, type WorkerMessage } from './supervisor-link';
 import { startVideoPoller } from './relay/video-poller';
 
 /** V8 young-generation semi-space of a worker, MiB. */
 const WORKER_SEMI_SPACE_MB = 32;
-
-export type WorkerMessage =
-  | { type: 'listening'; port: number; front: string }
-  | { type: 'commit'; id: number; workerId: string; charges: Charge[]; records: Omit<UsageRecord, 'id'>[] }
-  | { type: 'reclaim'; id: number; keyId: number | null; accountId: number }
-  | { type: 'leases-returned'; id: number };
-
-export type SupervisorMessage =
-  | { type: 'committed'; id: number; error?: string }
-  | { type: 'reclaimed'; id: number }
-  | { type: 'return-leases'; id: number; keyId: number | null; accountId: number };
-
-/** How long a reclaim waits for the other workers to give back unused leases. */
-const RECLAIM_WAIT_MS = 250;
 
 /** Port 0 means "any free port": pick one here so every worker binds the same one. */
 async function concretePort(host: string, port: number): Promise<number> {
@@ -53,6 +39,7 @@ export async function runSupervisor(config: Config, configPath: string | undefin
     TOLLGATE_ROLE: 'worker', PORT: String(port), ...(configPath ? { TOLLGATE_CONFIG: configPath } : {}),
   };
   let announced = false;
+  const serveWorker = workerMessageServer(store, log);
   let forked = 0;
   const workerIds = new Map<number, string>();
   const fork = (): Worker => {
@@ -61,27 +48,7 @@ export async function runSupervisor(config: Config, configPath: string | undefin
     const worker = cluster.fork({ ...workerEnv, TOLLGATE_WORKER_ID: workerId });
     workerIds.set(worker.id, workerId);
     worker.on('message', (message: WorkerMessage) => {
-      if (message?.type === 'commit') {
-        // The single writer of billing batches. Batches of a worker are committed in the order they
-        // arrive, and before the reaping of its leases when it dies (one FIFO of transactions).
-        const answer = (reply: SupervisorMessage) => { if (worker.isConnected()) worker.send(reply, () => undefined); };
-        store.ledger.commit(message.workerId, message.charges, message.records).then(
-          () => answer({ type: 'committed', id: message.id }),
-          (error: unknown) => {
-            log.error({ err: error, worker: message.workerId }, 'committing a billing batch failed');
-            answer({ type: 'committed', id: message.id, error: (error as Error).message });
-          });
-        return;
-      }
-      if (message?.type === 'reclaim') {
-        void reclaimFor(worker, message);
-        return;
-      }
-      if (message?.type === 'leases-returned') {
-        returned.get(message.id)?.();
-        returned.delete(message.id);
-        return;
-      }
+      if (serveWorker(worker, message)) return;
       if (message?.type === 'listening' && !announced && Object.keys(cluster.workers ?? {}).length >= config.workers) {
         announced = true;
         log.info({ port, workers: config.workers, front: message.front, data_dir: config.dataDir }, `Tollgate listening on http://${config.listen.host}:${port}`);
@@ -92,21 +59,6 @@ export async function runSupervisor(config: Config, configPath: string | undefin
 
   // A larger young generation (measured: +7–9% requests/s under load) at the price of ~60 MiB of RSS
   // per worker: a request allocates many short-lived objects, and a bigger nursery promotes fewer.
-  // A worker short of quota that other workers hold in their leases asks them (through here) to give
-  // back the unused part; it waits for their answers, at most RECLAIM_WAIT_MS.
-  let reclaimSequence = 0;
-  const returned = new Map<number, () => void>();
-  const reclaimFor = async (asker: Worker, message: { id: number; keyId: number | null; accountId: number }) => {
-    const others = Object.values(cluster.workers ?? {}).filter((other): other is Worker => other !== undefined && other !== asker && other.isConnected());
-    await Promise.all(others.map((other) => new Promise<void>((resolve) => {
-      const id = ++reclaimSequence;
-      const timer = setTimeout(() => { returned.delete(id); resolve(); }, RECLAIM_WAIT_MS);
-      returned.set(id, () => { clearTimeout(timer); resolve(); });
-      other.send({ type: 'return-leases', id, keyId: message.keyId, accountId: message.accountId } satisfies SupervisorMessage, () => undefined);
-    })));
-    if (asker.isConnected()) asker.send({ type: 'reclaimed', id: message.id } satisfies SupervisorMessage, () => undefined);
-  };
-
   cluster.setupPrimary({ exec: require.resolve('./cli'), args: ['worker'], silent: false, execArgv: [...process.execArgv, `--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`] });
   cluster.on('exit', (worker, code, signal) => {
     const workerId = workerIds.get(worker.id);
@@ -187,39 +139,4 @@ export async function runWorker(config: Config): Promise<void> {
   process.on('SIGINT', () => void stop());
   // The supervisor is gone (killed hard): do not linger as an orphan.
   process.on('disconnect', () => void stop());
-}
-
-/**
- * A worker's side of the supervisor link: billing batches go to the supervisor, which commits them
- * and acknowledges; lease reclaims go through it to the other workers.
- */
-function supervisorLink(workerId: string): {
-  commit: CommitBatch;
-  reclaim: (keyId: number | null, accountId: number) => Promise<void>;
-  serveReturns(returnUnused: (keyId: number | null, accountId: number) => Promise<void>): void;
-} {
-  const waiting = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
-  let sequence = 0;
-  let returnUnused: ((keyId: number | null, accountId: number) => Promise<void>) | undefined;
-  process.on('message', (message: SupervisorMessage) => {
-    if (message?.type === 'committed' || message?.type === 'reclaimed') {
-      const waiter = waiting.get(message.id);
-      waiting.delete(message.id);
-      if (message.type === 'committed' && message.error) waiter?.reject(new Error(message.error)); else waiter?.resolve();
-    } else if (message?.type === 'return-leases') {
-      const done = () => process.send?.({ type: 'leases-returned', id: message.id } satisfies WorkerMessage);
-      (returnUnused ? returnUnused(message.keyId, message.accountId) : Promise.resolve()).then(done, done);
-    }
-  });
-  const ask = (message: WorkerMessage & { id: number }) => new Promise<void>((resolve, reject) => {
-    waiting.set(message.id, { resolve, reject });
-    process.send!(message, undefined, undefined, (error: Error | null) => {
-      if (error) { waiting.delete(message.id); reject(error); }
-    });
-  });
-  return {
-    commit: (charges, records) => ask({ type: 'commit', id: ++sequence, workerId, charges, records }),
-    reclaim: (keyId, accountId) => ask({ type: 'reclaim', id: ++sequence, keyId, accountId }),
-    serveReturns(handler) { returnUnused = handler; },
-  };
 }
