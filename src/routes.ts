@@ -1,6 +1,6 @@
 // The whole route table on one screen. Each route names its error dialect and body limit; the
 // dispatcher is the one place that turns a thrown error into bytes.
-import { renderError, notFound, toGatewayError, type ErrorDialect, GatewayError } from './errors';
+import { renderError, toGatewayError, type ErrorDialect, GatewayError } from './errors';
 import type { Exchange } from './http';
 import type { GatewayContext } from './context';
 import * as health from './handlers/health';
@@ -11,7 +11,7 @@ import { getModel, listModels } from './handlers/models';
 import { usageLog } from './handlers/usage-log';
 import { countTokens } from './handlers/count-tokens';
 import { imageEdits, imageGenerations } from './handlers/images';
-import { videoStatus, videoSubmit } from './handlers/video';
+import { deprecationHeaders, videoStatus, videoSubmit } from './handlers/video';
 
 export type RouteHandler = (exchange: Exchange, params: string[], context: GatewayContext) => void | Promise<void>;
 
@@ -132,14 +132,15 @@ export function createDispatcher(context: GatewayContext): (exchange: Exchange) 
   const logError = (error: unknown) => context.log.error({ err: error }, 'request failed');
   return (exchange) => {
     const matched = router.match(exchange.method, exchange.path);
-    if (!matched) {
-      sendError(exchange, notFound(`no route for ${exchange.method} ${exchange.path.slice(0, 200)}`, 'not_found'), dialectForPath(exchange.path, videoPrefix));
-      return;
-    }
-    if ('allowed' in matched) {
-      sendError(exchange, new GatewayError({ status: 405, type: 'invalid_request_error', code: 'method_not_allowed',
-        message: `method ${exchange.method} is not allowed here (allowed: ${matched.allowed.join(', ')})`, headers: { allow: matched.allowed.join(', ') } }),
-      dialectForPath(exchange.path, videoPrefix));
+    if (!matched || 'allowed' in matched) {
+      const dialect = dialectForPath(exchange.path, videoPrefix);
+      // the deprecated video API says so on every answer, its 404/405 included
+      const extra = dialect === 'video' ? deprecationHeaders(context.config) : {};
+      const error = !matched
+        ? new GatewayError({ status: 404, type: 'invalid_request_error', code: 'not_found', message: `no route for ${exchange.method} ${exchange.path.slice(0, 200)}`, headers: extra })
+        : new GatewayError({ status: 405, type: 'invalid_request_error', code: 'method_not_allowed',
+          message: `method ${exchange.method} is not allowed here (allowed: ${matched.allowed.join(', ')})`, headers: { allow: matched.allowed.join(', '), ...extra } });
+      sendError(exchange, error, dialect);
       return;
     }
     const { route, params } = matched;

@@ -194,6 +194,18 @@ describe('legacy video task API', () => {
     assertVideoError(await status('veo3:00000000-0000-0000-0000-000000000000', 'sk-nope'), 401, 'UNAUTHORIZED');
   });
 
+  test('an unknown path or a wrong method under the video prefix is answered in the video envelope, deprecated', async () => {
+    for (const [method, path, status, code] of [['GET', '/veo/v1/api/video/nothing', 404, 'NOT_FOUND'], ['GET', '/veo/v1/api/video/submit', 405, 'METHOD_NOT_ALLOWED']] as const) {
+      const response = await fetch(`${gateway.url}${path}`, { method });
+      const body = await response.json() as any;
+      assert.equal(response.status, status);
+      assert.equal(body.success, false);
+      assert.equal(body.error_code, code);
+      assert.equal(response.headers.get('deprecation'), 'true');
+      assert.equal(response.headers.get('sunset'), SUNSET);
+    }
+  });
+
   test("an unknown task or another account's task is TASK_NOT_FOUND", async () => {
     const { taskId } = (await submit({ prompt: 'mine' })).body.data;
     const other = await addAccount(gateway, 'other-video');
