@@ -1,5 +1,5 @@
 // What both fronts share about a request body: the size limit, the time limit, one settlement, and
-// the errors they produce; plus the list of abort listeners. Each front only feeds it bytes.
+// the errors they produce; plus the abort bookkeeping every exchange has. Each front only feeds it bytes.
 import { GatewayError } from '../errors';
 
 export const NO_BODY = Buffer.alloc(0);
@@ -72,5 +72,30 @@ export class AbortListeners {
     const listeners = this.listeners;
     this.listeners = [];
     for (const listener of listeners) listener();
+  }
+}
+
+/**
+ * State both fronts' exchanges share: ended or not, client gone or not, and the one place that
+ * turns "the client went away" into the end of the exchange (counted once) and the listeners' calls.
+ */
+export abstract class ExchangeLifecycle {
+  aborted = false;
+  finished = false;
+  /** set when the body could not be read (too large, too slow): the rest of it is never read, so the connection must go */
+  protected closeAfterAnswer = false;
+  protected readonly aborts = new AbortListeners();
+
+  onAbort(listener: () => void): void { this.aborts.add(listener); }
+
+  /** false when the client had already gone; `ended` runs only if the answer had not ended yet. */
+  protected clientGone(ended: () => void): boolean {
+    if (this.aborted) return false;
+    const wasFinished = this.finished;
+    this.aborted = true;
+    this.finished = true;
+    if (!wasFinished) ended();
+    this.aborts.fire();
+    return true;
   }
 }

@@ -2,24 +2,20 @@
 // Exchange contract as the uWS front.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { AbortListeners, BodyCollector, bodyErrors, NO_BODY } from './body-collector';
+import { BodyCollector, bodyErrors, ExchangeLifecycle, NO_BODY } from './body-collector';
 import type { Exchange, Headers, HttpServer, ServerOptions } from './types';
 
 
-class NodeExchange implements Exchange {
+class NodeExchange extends ExchangeLifecycle implements Exchange {
   readonly method: string;
   readonly path: string;
   readonly query: URLSearchParams;
   readonly remoteAddress: string;
   bodyLimit: number;
-  aborted = false;
-  finished = false;
   private bodyPromise: Promise<Buffer> | null = null;
-  private readonly aborts = new AbortListeners();
-  /** set when the body could not be read (too large, too slow): the rest of it is never read, so the connection must go */
-  private closeAfterAnswer = false;
 
   constructor(private readonly request: IncomingMessage, private readonly response: ServerResponse, private readonly server: NodeServer) {
+    super();
     this.method = (request.method ?? 'GET').toUpperCase();
     const url = request.url ?? '/';
     const mark = url.indexOf('?');
@@ -57,15 +53,8 @@ class NodeExchange implements Exchange {
     return collector.promise;
   }
 
-  onAbort(listener: () => void): void { this.aborts.add(listener); }
-
   private handleAbort(): void {
-    if (this.aborted) return;
-    const wasFinished = this.finished;
-    this.aborted = true;
-    this.finished = true;
-    if (!wasFinished) this.server.requestEnded();
-    this.aborts.fire();
+    if (!this.clientGone(() => this.server.requestEnded())) return;
     this.response.emit('drain');
   }
 

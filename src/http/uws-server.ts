@@ -3,7 +3,7 @@
 // later write; status before headers; never touch `res` after abort or end; honour write() === false.
 import { STATUS_CODES } from 'node:http';
 import { join, dirname } from 'node:path';
-import { AbortListeners, BodyCollector, bodyErrors, NO_BODY } from './body-collector';
+import { BodyCollector, bodyErrors, ExchangeLifecycle, NO_BODY } from './body-collector';
 import type { Exchange, Headers, HttpServer, ServerOptions } from './types';
 
 // Minimal local view of the native module (its package's typings resolve to a JS fallback entry).
@@ -57,23 +57,19 @@ export function statusLine(status: number): string {
 }
 
 
-class UwsExchange implements Exchange {
+class UwsExchange extends ExchangeLifecycle implements Exchange {
   readonly method: string;
   readonly path: string;
   readonly query: URLSearchParams;
-  aborted = false;
-  finished = false;
   private readonly headers: Headers;
   bodyLimit: number;
   private bodyPromise: Promise<Buffer> | null = null;
-  private readonly aborts = new AbortListeners();
   private writableListener: (() => void) | null = null;
   private pendingHead: { status: number; headers: Headers } | null = null;
   private address: string | undefined;
-  /** set when the body could not be read (too large, too slow): the rest of it is never read, so the connection must go */
-  private closeAfterAnswer = false;
 
   constructor(private readonly response: UwsResponse, request: UwsRequest, private readonly server: UwsServer) {
+    super();
     this.method = request.getMethod().toUpperCase();
     const url = request.getUrl();
     this.path = url;
@@ -129,15 +125,8 @@ class UwsExchange implements Exchange {
     return collector.promise;
   }
 
-  onAbort(listener: () => void): void { this.aborts.add(listener); }
-
   private handleAbort(): void {
-    if (this.aborted) return;
-    const wasFinished = this.finished;
-    this.aborted = true;
-    this.finished = true;
-    if (!wasFinished) this.server.requestEnded();
-    this.aborts.fire();
+    if (!this.clientGone(() => this.server.requestEnded())) return;
     const writable = this.writableListener;
     this.writableListener = null;
     writable?.();
