@@ -2,7 +2,7 @@
 // Exchange contract as the uWS front.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { BodyCollector, bodyErrors, ExchangeLifecycle, NO_BODY } from './body-collector';
+import { BodyCollector, bodyErrors, ExchangeLifecycle, NO_BODY, runHandler } from './exchange-common';
 import type { Exchange, Headers, HttpServer, ServerOptions } from './types';
 
 
@@ -137,21 +137,7 @@ export class NodeServer implements HttpServer {
       exchange.respond(414, answer.headers, answer.body);
       return;
     }
-    try {
-      const result = this.options.handler(exchange);
-      if (result && typeof (result as Promise<void>).catch === 'function') {
-        (result as Promise<void>).catch((error) => this.handlerFailed(exchange, error));
-      }
-    } catch (error) {
-      this.handlerFailed(exchange, error);
-    }
-  }
-
-  private handlerFailed(exchange: Exchange, error: unknown): void {
-    process.emitWarning(`unhandled error in request handler: ${(error as Error)?.stack ?? String(error)}`);
-    if (exchange.finished) return;
-    const answer = this.options.rejection(500, 'internal error', exchange.path);
-    exchange.respond(500, answer.headers, answer.body);
+    runHandler(this.options, exchange);
   }
 
   requestEnded(): void { this.active -= 1; }

@@ -3,7 +3,7 @@
 // later write; status before headers; never touch `res` after abort or end; honour write() === false.
 import { STATUS_CODES } from 'node:http';
 import { join, dirname } from 'node:path';
-import { BodyCollector, bodyErrors, ExchangeLifecycle, NO_BODY } from './body-collector';
+import { BodyCollector, bodyErrors, ExchangeLifecycle, NO_BODY, runHandler } from './exchange-common';
 import type { Exchange, Headers, HttpServer, ServerOptions } from './types';
 
 // Minimal local view of the native module (its package's typings resolve to a JS fallback entry).
@@ -205,23 +205,9 @@ export class UwsServer implements HttpServer {
       this.active += 1;
       const exchange = new UwsExchange(response, request, this);
       if (exchange.finished) return;
-      try {
-        const result = options.handler(exchange);
-        if (result && typeof (result as Promise<void>).catch === 'function') {
-          (result as Promise<void>).catch((error) => this.handlerFailed(exchange, error));
-        }
-      } catch (error) {
-        this.handlerFailed(exchange, error);
-      }
+      runHandler(options, exchange);
       exchange.armBody();
     });
-  }
-
-  private handlerFailed(exchange: Exchange, error: unknown): void {
-    process.emitWarning(`unhandled error in request handler: ${(error as Error)?.stack ?? String(error)}`);
-    if (exchange.finished) return;
-    const answer = this.options.rejection(500, 'internal error', exchange.path);
-    exchange.respond(500, answer.headers, answer.body);
   }
 
   requestEnded(): void { this.active -= 1; }

@@ -1,6 +1,7 @@
-// What both fronts share about a request body: the size limit, the time limit, one settlement, and
+// What both fronts share: running the handler with its last-resort 500, and about a request body: the size limit, the time limit, one settlement, and
 // the errors they produce; plus the abort bookkeeping every exchange has. Each front only feeds it bytes.
 import { GatewayError } from '../errors';
+import type { Exchange, ServerOptions } from './types';
 
 export const NO_BODY = Buffer.alloc(0);
 
@@ -97,5 +98,24 @@ export abstract class ExchangeLifecycle {
     if (!wasFinished) ended();
     this.aborts.fire();
     return true;
+  }
+}
+
+/**
+ * Runs the handler; anything it throws or rejects with (which the router should have answered) is
+ * logged as a warning and answered 500 in the path's dialect, if the exchange is still open.
+ */
+export function runHandler(options: ServerOptions, exchange: Exchange): void {
+  const failed = (error: unknown) => {
+    process.emitWarning(`unhandled error in request handler: ${(error as Error)?.stack ?? String(error)}`);
+    if (exchange.finished) return;
+    const answer = options.rejection(500, 'internal error', exchange.path);
+    exchange.respond(500, answer.headers, answer.body);
+  };
+  try {
+    const result = options.handler(exchange);
+    if (result && typeof (result as Promise<void>).catch === 'function') (result as Promise<void>).catch(failed);
+  } catch (error) {
+    failed(error);
   }
 }
