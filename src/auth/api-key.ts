@@ -50,7 +50,7 @@ export function authenticateKey(exchange: Exchange, store: Store, now = Date.now
   const key = store.keys.findByDigest(digestOf(presented));
   if (!key || key.status !== 1) throw INVALID;
   if (key.expired_time > 0 && key.expired_time * 1000 <= now) throw EXPIRED;
-  const account = store.accounts.get(key.account_id);
+  const account = store.accounts.current(key.account_id);
   if (!account) throw INVALID;
   return { key, account };
 }

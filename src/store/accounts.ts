@@ -2,9 +2,14 @@
 import type { Databases } from './database';
 import { nextId } from './database';
 import type { AccessScope, AccessTokenRecord, AccountRecord } from './records';
+import { ValidatedRecordCache } from './record-cache';
 
 export class AccountStore {
-  constructor(private readonly databases: Databases) {}
+  private readonly shared: ValidatedRecordCache<number>;
+
+  constructor(private readonly databases: Databases) {
+    this.shared = new ValidatedRecordCache(databases.accounts);
+  }
 
   async create(name: string, group: string, balance: number): Promise<AccountRecord | 'exists'> {
     const { accounts, accountNames } = this.databases;
@@ -22,6 +27,11 @@ export class AccountStore {
 
   get(id: number): AccountRecord | undefined {
     return this.databases.accounts.get(id) as AccountRecord | undefined;
+  }
+
+  /** Hot path (every model call): the same as get, but read-only and shared between callers (see ValidatedRecordCache). */
+  current(id: number): AccountRecord | undefined {
+    return this.shared.get(id) as AccountRecord | undefined;
   }
 
   /** by numeric id or by name */

@@ -5,6 +5,7 @@ import type { SealedValue } from '../auth/secrets';
 import type { Databases } from './database';
 import { nextId } from './database';
 import type { KeyFields, KeyRecord } from './records';
+import { ValidatedRecordCache } from './record-cache';
 
 /** Upper bound for id ranges (lmdb's ordered-binary keys misbehave at MAX_SAFE_INTEGER). */
 const MAX_ID = 1e15;
@@ -12,7 +13,13 @@ const MAX_ID = 1e15;
 export interface KeyPage { items: KeyRecord[]; total: number }
 
 export class KeyStore {
-  constructor(private readonly databases: Databases) {}
+  private readonly shared: ValidatedRecordCache<number>;
+  /** digest → id of keys seen; checked against the record's own digest on every use */
+  private readonly digestIds = new Map<string, number>();
+
+  constructor(private readonly databases: Databases) {
+    this.shared = new ValidatedRecordCache(databases.keys);
+  }
 
   async create(accountId: number, fields: KeyFields, secret: { sealed: SealedValue; masked: string; digest: string },
     maxKeys: number): Promise<KeyRecord | 'limit'> {
@@ -38,10 +45,25 @@ export class KeyStore {
     return record && record.account_id === accountId ? record : undefined;
   }
 
-  /** Hot path: digest of the presented key → record (two memory-mapped reads). */
+  /**
+   * Hot path: digest of the presented key → record, read-only and shared between callers (see
+   * ValidatedRecordCache). A remembered digest → id is trusted only while the record still carries
+   * that digest; a deleted key has no record.
+   */
   findByDigest(digest: string): KeyRecord | undefined {
+    const remembered = this.digestIds.get(digest);
+    if (remembered !== undefined) {
+      const record = this.shared.get(remembered) as KeyRecord | undefined;
+      if (record !== undefined && record.digest === digest) return record;
+      this.digestIds.delete(digest);
+    }
     const id = this.databases.keyDigests.get(digest);
-    return id === undefined ? undefined : this.databases.keys.get(id) as KeyRecord | undefined;
+    if (id === undefined) return undefined;
+    const record = this.shared.get(id) as KeyRecord | undefined;
+    if (record === undefined || record.digest !== digest) return undefined;
+    if (this.digestIds.size >= 10_000) this.digestIds.clear();
+    this.digestIds.set(digest, id);
+    return record;
   }
 
   byId(id: number): KeyRecord | undefined {
