@@ -4,7 +4,7 @@
 // in batches every few ms (never awaited by a response). DESIGN §5.
 import { GatewayError } from '../errors';
 import type { Logger } from '../log';
-import type { AccountRecord, Charge, KeyRecord, Store, UsageRecord } from '../store';
+import { toUsageRow, type AccountRecord, type Charge, type KeyRecord, type Store, type UsageRecord, type UsageRow } from '../store';
 
 /**
  * Charges and usage records are committed every DEFAULT_FLUSH_MS, or at once when FLUSH_RECORDS are
@@ -48,8 +48,22 @@ export function insufficientQuota(message: string): GatewayError {
   return new GatewayError({ status: 429, type: 'insufficient_quota', code: 'insufficient_quota', message });
 }
 
-/** Commits a batch of charges with its usage records; resolves once it is committed. */
-export type CommitBatch = (charges: Charge[], records: Omit<UsageRecord, 'id'>[]) => Promise<void>;
+/**
+ * Commits a batch of charges with its usage records; resolves once it is committed. Charges of the
+ * same key, account and epochs arrive summed (the commit sums them anyway).
+ */
+export type CommitBatch = (charges: Charge[], rows: UsageRow[]) => Promise<void>;
+
+/** Charges of the same key, account and epochs as one charge each: the commit applies sums. */
+export function sumCharges(charges: readonly Charge[]): Charge[] {
+  const sums = new Map<string, Charge>();
+  for (const charge of charges) {
+    const group = `${charge.keyId}:${charge.keyEpoch}:${charge.accountId}:${charge.accountEpoch}`;
+    const sum = sums.get(group);
+    if (sum === undefined) sums.set(group, { ...charge }); else sum.quota += charge.quota;
+  }
+  return [...sums.values()];
+}
 
 export interface LedgerOptions {
   flushMs?: number;
@@ -76,7 +90,8 @@ export class Ledger {
   private readonly keyLeases = new Map<number, Lease>();
   private readonly accountLeases = new Map<number, Lease>();
   private charges: QueuedCharge[] = [];
-  private records: Omit<UsageRecord, 'id'>[] = [];
+  /** usage records of settled calls, as rows (one small array each until the batch is committed) */
+  private rows: UsageRow[] = [];
   private flushTimer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private readonly idleTimer: NodeJS.Timeout;
@@ -191,8 +206,8 @@ export class Ledger {
       charge: { keyId: reservation.keyId, keyEpoch: keyLease?.epoch ?? -1, accountId: reservation.accountId, accountEpoch: accountLease.epoch, quota },
       keyLease, accountLease,
     });
-    this.records.push(record);
-    if (this.records.length >= FLUSH_RECORDS) void this.flush();
+    this.rows.push(toUsageRow(record));
+    if (this.rows.length >= FLUSH_RECORDS) void this.flush();
     else this.flushTimer ??= setTimeout(() => { this.flushTimer = null; void this.flush(); }, this.options.flushMs ?? DEFAULT_FLUSH_MS);
   }
 
@@ -209,11 +224,11 @@ export class Ledger {
     if (this.flushTimer) { clearTimeout(this.flushTimer); this.flushTimer = null; }
     if (this.charges.length === 0) return this.flushing;
     const charges = this.charges;
-    const records = this.records;
+    const rows = this.rows;
     this.charges = [];
-    this.records = [];
-    const commit = this.options.commit ?? ((batch: Charge[], rows: Omit<UsageRecord, 'id'>[]) => this.store.ledger.commit(this.workerId, batch, rows));
-    this.flushing = this.flushing.then(() => commit(charges.map((queued) => queued.charge), records))
+    this.rows = [];
+    const commit = this.options.commit ?? ((batch: Charge[], batchRows: UsageRow[]) => this.store.ledger.commit(this.workerId, batch, batchRows));
+    this.flushing = this.flushing.then(() => commit(sumCharges(charges.map((queued) => queued.charge)), rows))
       .then(() => {
         for (const { charge, keyLease, accountLease } of charges) {
           if (keyLease) { keyLease.pending -= charge.quota; keyLease.granted = Math.max(0, keyLease.granted - charge.quota); }
@@ -223,7 +238,7 @@ export class Ledger {
       }, (error: unknown) => {
         this.log.error({ err: error, charges: charges.length }, 'committing charges failed; retrying with the next batch');
         this.charges.unshift(...charges);
-        this.records.unshift(...records);
+        this.rows.unshift(...rows);
       });
     return this.flushing;
   }

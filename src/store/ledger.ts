@@ -5,7 +5,7 @@
 // so the sum of what all workers may spend never exceeds what remains.
 import type { Databases } from './database';
 import { nextId } from './database';
-import type { AccountRecord, KeyRecord, LeaseHolder, UsageRecord } from './records';
+import { ROW_ACCOUNT, toUsageRow, type AccountRecord, type KeyRecord, type LeaseHolder, type UsageRecord, type UsageRow } from './records';
 
 export interface LeaseAsk {
   /** at least this much, or nothing */
@@ -74,7 +74,7 @@ export function creditRefund(databases: Databases, accountId: number, keyId: num
   if (account) accounts.putSync(account.id, { ...account, used_quota: Math.max(0, account.used_quota - quota), balance: account.balance + quota });
   if (record) {
     const id = nextId(databases, 'usage');
-    usage.putSync([record.account_id, id], { ...record, id });
+    usage.putSync([record.account_id, id], [toUsageRow(record, id)]);
   }
 }
 
@@ -130,9 +130,10 @@ export class LedgerStore {
 
   /**
    * Commits settled charges and their usage records in one asynchronous transaction (never awaited
-   * by a response). A charge first consumes the worker's lease of the same epoch.
+   * by a response). A charge first consumes the worker's lease of the same epoch. The rows are
+   * numbered in place (their id slot).
    */
-  async commit(workerId: string, charges: Charge[], records: Omit<UsageRecord, 'id'>[]): Promise<void> {
+  async commit(workerId: string, charges: Charge[], rows: UsageRow[]): Promise<void> {
     const { keys, accounts, usage, meta } = this.databases;
     // Charges of one key (or account) and epoch are summed first: with non-negative amounts the
     // clamps below give the same result as applying them one by one, for one read and one write.
@@ -173,13 +174,16 @@ export class LedgerStore {
       }
       // ids for the whole batch from one counter read and write
       const first = ((meta.get('seq:usage') as number | undefined) ?? 0) + 1;
-      if (records.length > 0) meta.putSync('seq:usage', first + records.length - 1);
-      for (let index = 0; index < records.length; index += 1) {
-        // the queued record objects belong to the ledger: numbering them in place saves a copy each
-        const record = records[index] as UsageRecord;
-        record.id = first + index;
-        usage.putSync([record.account_id, record.id], record);
+      if (rows.length > 0) meta.putSync('seq:usage', first + rows.length - 1);
+      const byAccount = new Map<number, UsageRow[]>();
+      for (let index = 0; index < rows.length; index += 1) {
+        const row = rows[index];
+        row[0] = first + index;
+        const group = byAccount.get(row[ROW_ACCOUNT]);
+        if (group === undefined) byAccount.set(row[ROW_ACCOUNT], [row]); else group.push(row);
       }
+      // one entry per account and batch, keyed by its newest id (see UsageStore)
+      for (const [accountId, group] of byAccount) usage.putSync([accountId, group[group.length - 1][0]], group);
     });
   }
 

@@ -70,3 +70,35 @@ export interface UsageRecord {
   usage_source: 'upstream' | 'estimated' | 'per_call';
   stream: boolean;
 }
+
+/**
+ * A usage record as stored and as sent from a worker to the supervisor: the values in a fixed
+ * order, without the 18 field names (half the JSON to write and parse, and a plain msgpack array to
+ * encode). The id comes first; a worker sends 0 and the committing transaction numbers it.
+ */
+export type UsageRow = [
+  id: number, time: number, account_id: number, key_id: number, key_name: string, model: string, channel: string,
+  endpoint: string, prompt_tokens: number, completion_tokens: number, cache_read_tokens: number, cache_creation_tokens: number,
+  quota: number, latency_ms: number, first_byte_ms: number | null, status: number, end_reason: string,
+  usage_source: UsageRecord['usage_source'], stream: boolean,
+];
+
+/** Index of account_id in a UsageRow. */
+export const ROW_ACCOUNT = 2;
+
+export function toUsageRow(record: Omit<UsageRecord, 'id'>, id = 0): UsageRow {
+  return [
+    id, record.time, record.account_id, record.key_id, record.key_name, record.model, record.channel, record.endpoint,
+    record.prompt_tokens, record.completion_tokens, record.cache_read_tokens, record.cache_creation_tokens, record.quota,
+    record.latency_ms, record.first_byte_ms, record.status, record.end_reason, record.usage_source, record.stream,
+  ];
+}
+
+export function fromUsageRow(row: UsageRow): UsageRecord {
+  return {
+    id: row[0], time: row[1], account_id: row[2], key_id: row[3], key_name: row[4], model: row[5], channel: row[6],
+    endpoint: row[7], prompt_tokens: row[8], completion_tokens: row[9], cache_read_tokens: row[10],
+    cache_creation_tokens: row[11], quota: row[12], latency_ms: row[13], first_byte_ms: row[14], status: row[15],
+    end_reason: row[16], usage_source: row[17], stream: row[18],
+  };
+}

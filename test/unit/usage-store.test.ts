@@ -1,0 +1,50 @@
+// The usage log as stored: a billing batch writes one entry per account (rows in id order), older
+// data dirs hold one record object per entry; listing pages newest first across both, with filters.
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { afterEach, beforeEach, test } from 'node:test';
+import { sumCharges } from '../../src/billing/ledger';
+import { Store, toUsageRow, type Charge, type UsageRecord } from '../../src/store';
+import { tempDir } from '../helpers/gateway';
+
+let dataDir: string;
+let store: Store;
+
+beforeEach(() => { dataDir = tempDir('tollgate-usage-'); store = Store.open(dataDir); });
+afterEach(async () => {
+  await store.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+function record(accountId: number, keyId: number, time: number, quota: number, model = 'm-1'): Omit<UsageRecord, 'id'> {
+  return {
+    time, account_id: accountId, key_id: keyId, key_name: `key-${keyId}`, model, channel: 'c', endpoint: 'chat.completions',
+    prompt_tokens: 3, completion_tokens: 4, cache_read_tokens: 0, cache_creation_tokens: 0, quota, latency_ms: 5,
+    first_byte_ms: null, status: 200, end_reason: 'completed', usage_source: 'upstream', stream: false,
+  };
+}
+
+test('records of a batch are numbered in order, split by account, and listed newest first with filters and pages', async () => {
+  // a record object written one per entry, as data dirs from before batched entries hold it
+  store.databases.usage.putSync([1, 1], { ...record(1, 10, 1_000, 7), id: 1 });
+  store.databases.meta.putSync('seq:usage', 1);
+
+  const batch = [record(1, 10, 1_001, 1), record(2, 20, 1_001, 2), record(1, 11, 1_002, 3, 'm-2'), record(1, 10, 1_003, 4)];
+  const charges: Charge[] = batch.map((item) => ({ keyId: item.key_id, keyEpoch: -1, accountId: item.account_id, accountEpoch: -1, quota: item.quota }));
+  await store.ledger.commit('w1', sumCharges(charges), batch.map((item) => toUsageRow(item)));
+
+  const all = store.usage.list(1, {}, 0, 10);
+  assert.deepEqual(all.items.map((item) => [item.id, item.quota]), [[5, 4], [4, 3], [2, 1], [1, 7]]);
+  assert.equal(all.total, 4);
+  assert.deepEqual(all.items[0], { ...record(1, 10, 1_003, 4), id: 5 }, 'every field survives the round trip');
+  assert.deepEqual(store.usage.list(2, {}, 0, 10).items.map((item) => [item.id, item.key_id]), [[3, 20]]);
+
+  assert.deepEqual(store.usage.list(1, { keyId: 10 }, 0, 10).items.map((item) => item.id), [5, 2, 1]);
+  assert.deepEqual(store.usage.list(1, { model: 'm-2' }, 0, 10).items.map((item) => item.id), [4]);
+  assert.deepEqual(store.usage.list(1, { from: 1_001, to: 1_002 }, 0, 10).items.map((item) => item.id), [4, 2]);
+  const second = store.usage.list(1, {}, 1, 3);
+  assert.deepEqual([second.items.map((item) => item.id), second.total], [[1], 4]);
+
+  assert.deepEqual(store.usage.sumForKey(1, 10), { quota: 12, count: 3 });
+  assert.equal(store.keys.byId(10), undefined, 'charges of unknown keys change nothing');
+});
