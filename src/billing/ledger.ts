@@ -8,12 +8,13 @@ import { toUsageRow, type AccountRecord, type Charge, type KeyRecord, type Store
 
 /**
  * Charges and usage records are committed every DEFAULT_FLUSH_MS, or at once when FLUSH_RECORDS are
- * waiting. A commit costs ~0.3 ms of CPU whatever its size (measured: 8.4 µs per record in batches
- * of 60, 3 µs in batches of 300), so batches are made large; a crash loses at most this window,
- * which is refunded (never double-billed).
+ * waiting. A commit costs ~0.7 ms of CPU (supervisor, fsync included) plus ~0.5 µs per record, so
+ * batches are made large: at 17k calls/s, 512 (the timer decides) instead of 256 took the
+ * supervisor from ~5 to ~3.7 µs per call. A crash loses at most this window, unbilled (never
+ * double-billed).
  */
 export const DEFAULT_FLUSH_MS = 25;
-export const FLUSH_RECORDS = 256;
+export const FLUSH_RECORDS = 512;
 export const DEFAULT_IDLE_RETURN_MS = 2_000;
 /** a lease asks for this many requests' worth beyond what is needed now … */
 const LEASE_REQUESTS = 128;
