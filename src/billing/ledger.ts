@@ -119,6 +119,21 @@ export class Ledger {
    * another commit's fsync), and a lease running low is topped up ahead of need.
    */
   async reserve(key: KeyRecord, account: AccountRecord, amount: number): Promise<Reservation> {
+    return this.tryReserve(key, account, amount) ?? this.reserveGrowing(key, account, amount);
+  }
+
+  /** The reservation when the local leases cover it (the usual case, no I/O and no promise); null otherwise. */
+  tryReserve(key: KeyRecord, account: AccountRecord, amount: number): Reservation | null {
+    const keyLease = key.unlimited_quota ? null : this.lease(this.keyLeases, key.id, key.epoch);
+    const accountLease = this.lease(this.accountLeases, account.id, account.epoch);
+    if ((keyLease !== null && keyLease.available < amount) || accountLease.available < amount) return null;
+    if (keyLease) keyLease.reserved += amount;
+    accountLease.reserved += amount;
+    this.prefetch(key, account, keyLease, accountLease, amount);
+    return { keyId: key.id, accountId: account.id, amount, keyLease, accountLease, done: false };
+  }
+
+  private async reserveGrowing(key: KeyRecord, account: AccountRecord, amount: number): Promise<Reservation> {
     let reclaimed = false;
     for (let round = 0; ; round += 1) {
       const keyLease = key.unlimited_quota ? null : this.lease(this.keyLeases, key.id, key.epoch);

@@ -102,8 +102,10 @@ const isSpace = (byte: number) => byte === 0x20 || byte === 0x0a || byte === 0x0
 
 /**
  * Fast path for the common layout where `usage` is the last member of the answer: find it from the
- * end of the bytes and parse only that object, not the whole completion. Anything unusual returns
- * undefined (the caller parses everything instead).
+ * end of the bytes and parse only that object, not the whole completion. The object runs from the
+ * brace after `"usage":` to the brace before the answer's closing one; if usage was not the last
+ * member, that span is not one JSON object and the parse fails. Anything unusual returns undefined
+ * (the caller parses everything instead).
  */
 function trailingUsage(bytes: Buffer): Usage | undefined {
   const at = bytes.lastIndexOf(USAGE_MEMBER);
@@ -111,24 +113,13 @@ function trailingUsage(bytes: Buffer): Usage | undefined {
   let open = at + USAGE_MEMBER.length;
   while (open < bytes.length && isSpace(bytes[open])) open += 1;
   if (bytes[open] !== 0x7b /* { */) return undefined;
-  let depth = 0;
-  for (let index = open; index < bytes.length; index += 1) {
-    const byte = bytes[index];
-    if (byte === 0x22 /* " */) {
-      // skip a string (keys of the usage object), escapes included
-      for (index += 1; index < bytes.length && bytes[index] !== 0x22; index += 1) if (bytes[index] === 0x5c) index += 1;
-      continue;
-    }
-    if (byte === 0x7b) depth += 1;
-    else if (byte === 0x7d && --depth === 0) {
-      let rest = index + 1;
-      while (rest < bytes.length && isSpace(bytes[rest])) rest += 1;
-      if (bytes[rest] !== 0x7d) return undefined;          // more members follow: not the last one
-      for (rest += 1; rest < bytes.length; rest += 1) if (!isSpace(bytes[rest])) return undefined;
-      try { return normalizeUsage(JSON.parse(bytes.toString('utf8', open, index + 1))); } catch { return undefined; }
-    }
-  }
-  return undefined;
+  let close = bytes.length - 1;
+  while (close > open && isSpace(bytes[close])) close -= 1;
+  if (bytes[close] !== 0x7d /* } */) return undefined;   // the answer's own closing brace
+  close -= 1;
+  while (close > open && isSpace(bytes[close])) close -= 1;
+  if (bytes[close] !== 0x7d) return undefined;
+  try { return normalizeUsage(JSON.parse(bytes.toString('utf8', open, close + 1))); } catch { return undefined; }
 }
 
 export class OpenAIStreamTail {

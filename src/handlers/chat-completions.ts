@@ -5,11 +5,12 @@ import { checkChatRules } from '../relay/chat-rules';
 import { relayChatCompletions } from '../relay/chat';
 import { resolveModel } from '../relay/permissions';
 import type { RouteHandler } from '../routes';
-import { readJsonBody } from './request-body';
+import { parseJsonBody } from './request-body';
 
 export const chatCompletions: RouteHandler = async (exchange, _params, context) => {
   const caller = authenticateKey(exchange, context.store);
-  const { body, raw } = await readJsonBody(exchange);
+  const raw = await exchange.body();
+  const body = parseJsonBody(raw);
   const info = validateChatRequest(body);
   const model = resolveModel(context.config, context.models, caller.key, info.model);
   checkChatRules(model, info);

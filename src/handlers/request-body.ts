@@ -4,18 +4,23 @@ import type { Exchange } from '../http';
 
 export interface JsonBody { body: Record<string, unknown>; raw: Buffer }
 
-/** The parsed object and the bytes it came from (forwarded as they are when nothing changes). */
-export async function readJsonBody(exchange: Exchange): Promise<JsonBody> {
-  const raw = await exchange.body();
+/** The JSON object in a request body, or a 400 naming the problem. */
+export function parseJsonBody(raw: Buffer): Record<string, unknown> {
   if (raw.length === 0) throw badRequest('request body is empty: send a JSON object', undefined, 'invalid_json');
   let value: unknown;
   try { value = JSON.parse(raw.toString('utf8')); } catch {
     throw badRequest('request body is not valid JSON', undefined, 'invalid_json');
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw badRequest('request body must be a JSON object', undefined, 'invalid_json');
-  return { body: value as Record<string, unknown>, raw };
+  return value as Record<string, unknown>;
+}
+
+/** The parsed object and the bytes it came from (forwarded as they are when nothing changes). */
+export async function readJsonBody(exchange: Exchange): Promise<JsonBody> {
+  const raw = await exchange.body();
+  return { body: parseJsonBody(raw), raw };
 }
 
 export async function readJsonObject(exchange: Exchange): Promise<Record<string, unknown>> {
-  return (await readJsonBody(exchange)).body;
+  return parseJsonBody(await exchange.body());
 }

@@ -13,7 +13,11 @@ export interface Admission {
   release(): void;
 }
 
-export async function admit(context: GatewayContext, caller: Caller, _model: ModelConfig, estimate: number): Promise<Admission> {
+/**
+ * Admits the call or throws the 429. Synchronous when the worker's leases cover the estimate (the
+ * usual case); a promise only when a lease has to grow first.
+ */
+export function admit(context: GatewayContext, caller: Caller, _model: ModelConfig, estimate: number): Admission | Promise<Admission> {
   const group = context.config.groups[caller.key.group] ?? context.config.groups.default;
   const { counters } = context.store;
   const subject = `k:${caller.key.id}`;
@@ -32,20 +36,16 @@ export async function admit(context: GatewayContext, caller: Caller, _model: Mod
     }
     holdsSlot = true;
   }
-  let reservation: Reservation;
-  try {
-    reservation = await context.ledger.reserve(caller.key, caller.account, estimate);
-  } catch (error) {
-    if (holdsSlot) counters.releaseSlot(subject, context.workerId);
-    throw error;
-  }
-  return {
-    reservation,
-    ratio: group.ratio,
-    release() {
-      if (!holdsSlot) return;
-      holdsSlot = false;
-      counters.releaseSlot(subject, context.workerId);
-    },
+  const release = () => {
+    if (!holdsSlot) return;
+    holdsSlot = false;
+    counters.releaseSlot(subject, context.workerId);
   };
+  const admitted = (reservation: Reservation): Admission => ({ reservation, ratio: group.ratio, release });
+  const reservation = context.ledger.tryReserve(caller.key, caller.account, estimate);
+  if (reservation !== null) return admitted(reservation);
+  return context.ledger.reserve(caller.key, caller.account, estimate).then(admitted, (error: unknown) => {
+    release();
+    throw error;
+  });
 }

@@ -249,3 +249,18 @@ test('parseUsageFromChatResponse reads usage of a non-stream body', () => {
   assert.equal(parseUsageFromChatResponse('{"choices":[]}'), undefined);
   assert.equal(parseUsageFromChatResponse('not json'), undefined);
 });
+
+test('parseUsageFromChatResponse finds usage wherever it is, pretty-printed or not, and ignores look-alikes in text', () => {
+  const usage = { prompt_tokens: 5, completion_tokens: 6, total_tokens: 11, prompt_tokens_details: { cached_tokens: 2 } };
+  const message = { role: 'assistant', content: 'a "usage":{"prompt_tokens":999} inside the text' };
+  const last = { id: 'x', choices: [{ index: 0, message }], usage };
+  const notLast = { id: 'x', usage, choices: [{ index: 0, message }], extra: { a: { b: 1 } } };
+  const beforeObject = { id: 'x', choices: [], usage, system_fingerprint: 'fp', meta: { n: 1 } };
+  for (const answer of [last, notLast, beforeObject]) {
+    for (const text of [JSON.stringify(answer), `${JSON.stringify(answer, null, 2)}\n`]) {
+      assert.deepEqual(parseUsageFromChatResponse(Buffer.from(text)), usage, text);
+    }
+  }
+  const onlyInText = { id: 'x', choices: [{ index: 0, message }] };
+  assert.equal(parseUsageFromChatResponse(Buffer.from(JSON.stringify(onlyInText))), undefined);
+});
