@@ -127,6 +127,13 @@ export function lastEventEnd(buffer: Buffer, from: number): number {
 
 /** The joined `data:` lines of one event block (SSE field rules), or undefined if it has none. */
 export function eventData(block: string): string | undefined {
+  // the usual block: one `data: …` line and the blank line, `\n` only
+  if (block.startsWith('data: ')) {
+    const lineEnd = block.indexOf('\n');
+    if (lineEnd !== -1 && lineEnd + 2 === block.length && block.charCodeAt(lineEnd + 1) === 10 && block.indexOf('\r') === -1) {
+      return block.slice(6, lineEnd);
+    }
+  }
   let data: string | undefined;
   for (const line of block.split(/\r\n|\r|\n/)) {
     if (!line.startsWith('data')) continue;

@@ -348,10 +348,15 @@ export class OpenAIStreamTail {
   }
 
   /** id, created and system_fingerprint of the first event, read off its bytes. */
-  private scanIdentity(buffer: Buffer, end: number): void {
+  private scanIdentity(whole: Buffer, completeEnd: number): void {
     this.identityScans += 1;
-    const idKey = buffer.indexOf('"id"');
-    if (idKey === -1 || idKey >= end) return;
+    const idKey = whole.indexOf('"id"');
+    if (idKey === -1 || idKey >= completeEnd) return;
+    // the rest is looked for in the event holding the id only: a whole stream in one chunk is not
+    // searched to its end for a fingerprint it may not have
+    const eventEnd = nextEventEnd(whole, idKey, completeEnd);
+    const end = eventEnd === -1 ? completeEnd : eventEnd;
+    const buffer = end === whole.length ? whole : whole.subarray(0, end);
     const id = readStringValue(buffer, idKey + 4, end);
     if (id === undefined) return;
     this.id = id;
