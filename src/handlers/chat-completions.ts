@@ -14,5 +14,5 @@ export const chatCompletions: RouteHandler = async (exchange, _params, context) 
   const info = validateChatRequest(body);
   const model = resolveModel(context.config, context.models, caller.key, info.model);
   checkChatRules(model, info);
-  await relayChatCompletions({ exchange, context, caller, model, body, raw, info });
+  return relayChatCompletions({ exchange, context, caller, model, body, raw, info });
 };

@@ -51,7 +51,7 @@ function completionTextOf(parsed: { choices?: { message?: { content?: unknown } 
   return (parsed.choices ?? []).map((choice) => (typeof choice.message?.content === 'string' ? choice.message.content : '')).join('');
 }
 
-export async function relayChatCompletions(call: ChatCall): Promise<void> {
+export function relayChatCompletions(call: ChatCall): Promise<void> {
   const { exchange, context, caller, model, body, raw, info } = call;
   const perCall = isPerCall(model);
   const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
@@ -62,7 +62,7 @@ export async function relayChatCompletions(call: ChatCall): Promise<void> {
   const maxTokensDefault = model.reasoning ? model.max_output_tokens : undefined;
   const capable = (provider: Provider) => provider.chatCompletions !== undefined;
 
-  await billedCall({ exchange, context, caller, model, endpoint: 'chat.completions', stream: info.stream, estimate }, async (scope) => {
+  return billedCall({ exchange, context, caller, model, endpoint: 'chat.completions', stream: info.stream, estimate }, async (scope) => {
     const bill = (usage: Usage, source: 'upstream' | 'estimated', status: number, endReason: string, firstByteAt: number | null) => {
       const cached = cachedTokens(usage);
       const quota = perCall ? perCallQuota(model, info.n, scope.ratio)
