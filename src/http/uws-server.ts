@@ -60,7 +60,8 @@ export function statusLine(status: number): string {
 class UwsExchange extends ExchangeLifecycle implements Exchange {
   readonly method: string;
   readonly path: string;
-  readonly query: URLSearchParams;
+  private readonly rawQuery: string | undefined;
+  private parsedQuery: URLSearchParams | undefined;
   private readonly headers: Headers;
   bodyLimit: number;
   private bodyPromise: Promise<Buffer> | null = null;
@@ -74,7 +75,7 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
     const url = request.getUrl();
     this.path = url;
     const query = request.getQuery();
-    this.query = new URLSearchParams(query ?? '');
+    this.rawQuery = query;
     const headers: Headers = {};
     let headerBytes = 0;
     request.forEach((key, value) => { headers[key] = value; headerBytes += key.length + value.length + 4; });
@@ -101,6 +102,11 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
       this.address = this.aborted ? '' : Buffer.from(this.response.getRemoteAddressAsText()).toString();
     }
     return this.address;
+  }
+
+  /** parsed when first asked for: model calls never look at it */
+  get query(): URLSearchParams {
+    return this.parsedQuery ??= new URLSearchParams(this.rawQuery ?? '');
   }
 
   header(name: string): string | undefined { return this.headers[name]; }

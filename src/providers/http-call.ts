@@ -6,6 +6,8 @@ import { fromTransportError, fromUpstreamStatus } from '../upstream/transport-er
 import type { UpstreamCall, UpstreamAnswer, ProviderContext } from './types';
 
 const MAX_ERROR_BODY = 64 * 1024;
+/** first-byte timeouts shorter than this are timed exactly (see callUpstream) */
+export const EXACT_FIRST_BYTE_BELOW_MS = 10_000;
 
 async function readBounded(body: Readable, limit: number): Promise<string> {
   const parts: Buffer[] = [];
@@ -42,13 +44,18 @@ export async function callUpstream(context: ProviderContext, call: UpstreamCall,
   const url = splitUrl(spec.url);
   const pool = context.pools.get(url.origin, { connectMs: call.channel.timeouts.connectMs });
   // undici's headersTimeout runs on its coarse (~0.5–1 s tick) timers, so a first-byte timeout of a
-  // few hundred ms would fire seconds late across failover attempts: keep an exact timer here.
+  // few hundred ms would fire seconds late across failover attempts: short ones get an exact timer
+  // here. Long ones (the default is 60 s) are left to undici, where a tick is noise, and the call
+  // saves a Node timer set and cleared.
   const controller = new CallAbort();
   const forwardAbort = () => controller.abort(call.signal.reason);
   if (call.signal.aborted) forwardAbort();
   else call.signal.addEventListener('abort', forwardAbort, { once: true });
   let timedOut = false;
-  const firstByteTimer = setTimeout(() => { timedOut = true; controller.abort(); }, call.channel.timeouts.firstByteMs);
+  const firstByteMs = call.channel.timeouts.firstByteMs;
+  const firstByteTimer = firstByteMs < EXACT_FIRST_BYTE_BELOW_MS
+    ? setTimeout(() => { timedOut = true; controller.abort(); }, firstByteMs)
+    : undefined;
   let response;
   try {
     response = await pool.request({
