@@ -14,5 +14,6 @@ export const chatCompletions: RouteHandler = async (exchange, _params, context) 
   const info = validateChatRequest(body);
   const model = resolveModel(context.config, context.models, caller.key, info.model);
   checkChatRules(model, info);
-  return relayChatCompletions({ exchange, context, caller, model, body, raw, info });
+  // awaited, not returned: an async function returning a promise pays two more microtask turns
+  await relayChatCompletions({ exchange, context, caller, model, body, raw, info });
 };

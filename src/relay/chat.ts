@@ -84,7 +84,7 @@ export function relayChatCompletions(call: ChatCall): Promise<void> {
 
     if (!info.stream) {
       const { result: bytes, attempt } = await withFailover(context, model, caller.key.group, capable,
-        async (attempt) => readAnswer(await send(attempt, false), MAX_ANSWER_BYTES, attempt.channel.name), scope.abort.signal);
+        async (attempt) => await readAnswer(await send(attempt, false), MAX_ANSWER_BYTES, attempt.channel.name), scope.abort.signal);
       let usage = parseUsageFromChatResponse(bytes);
       let source: 'upstream' | 'estimated' = 'upstream';
       let answer: Buffer | string = bytes;
@@ -111,7 +111,7 @@ export function relayChatCompletions(call: ChatCall): Promise<void> {
     const finishTail = () => (finished ??= tail.finish((text) => localUsage(body.messages, text)));
     const { result: outcome } = await withFailover<PipeOutcome>(context, model, caller.key.group, capable, async (attempt) => {
       const answer = await send(attempt, true);
-      return pipeStream(exchange, answer.body, {
+      return await pipeStream(exchange, answer.body, {
         push: (chunk) => tail.push(chunk),
         finish: () => {
           const result = finishTail();
