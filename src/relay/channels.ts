@@ -2,31 +2,34 @@
 // is the failover order. Keys of a channel are used in turn.
 import type { ChannelConfig, Config } from '../config';
 
+/** What a group and model resolve to, computed once (nested maps: no key string is built per call). */
+interface Eligible { channels: ChannelConfig[]; singles: Map<number, readonly ChannelConfig[]> }
+
 export class ChannelSelector {
-  private readonly byModelGroup = new Map<string, ChannelConfig[]>();
+  private readonly byGroup = new Map<string, Map<string, Eligible>>();
   private readonly keyTurn = new Map<string, number>();
-  private readonly singles = new Map<string, readonly ChannelConfig[]>();
 
   constructor(private readonly config: Config) {}
 
-  private eligible(model: string, group: string): ChannelConfig[] {
-    const cacheKey = `${group}\u0000${model}`;
-    let list = this.byModelGroup.get(cacheKey);
-    if (!list) {
-      list = this.config.channels.filter((channel) => channel.models.includes(model) && channel.groups.includes(group));
-      this.byModelGroup.set(cacheKey, list);
+  private eligible(model: string, group: string): Eligible {
+    let byModel = this.byGroup.get(group);
+    if (!byModel) { byModel = new Map(); this.byGroup.set(group, byModel); }
+    let entry = byModel.get(model);
+    if (!entry) {
+      const channels = this.config.channels.filter((channel) => channel.models.includes(model) && channel.groups.includes(group));
+      entry = { channels, singles: new Map() };
+      byModel.set(model, entry);
     }
-    return list;
+    return entry;
   }
 
   /** Candidates in failover order (at most `attempts` long; channels repeat when there are fewer). */
   order(model: string, group: string, attempts: number, random = Math.random): readonly ChannelConfig[] {
-    const eligible = this.eligible(model, group);
+    const { channels: eligible, singles } = this.eligible(model, group);
     if (eligible.length <= 1) {
       // one channel: the same list every time, built once
-      const cacheKey = `${group}\u0000${model}\u0000${attempts}`;
-      let single = this.singles.get(cacheKey);
-      if (!single) { single = eligible.length === 0 ? [] : Array.from({ length: attempts }, () => eligible[0]); this.singles.set(cacheKey, single); }
+      let single = singles.get(attempts);
+      if (!single) { single = eligible.length === 0 ? [] : Array.from({ length: attempts }, () => eligible[0]); singles.set(attempts, single); }
       return single;
     }
     const priorities = [...new Set(eligible.map((channel) => channel.priority))].sort((left, right) => right - left);

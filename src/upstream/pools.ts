@@ -5,11 +5,13 @@ import { Pool } from 'undici';
 export interface PoolOptions { connectMs: number }
 
 export class UpstreamPools {
-  private readonly pools = new Map<string, Pool>();
+  /** origin → connect timeout → pool (nested: no key string is built per request) */
+  private readonly pools = new Map<string, Map<number, Pool>>();
 
   get(origin: string, options: PoolOptions): Pool {
-    const poolKey = `${origin} ${options.connectMs}`;
-    let pool = this.pools.get(poolKey);
+    let byTimeout = this.pools.get(origin);
+    if (!byTimeout) { byTimeout = new Map(); this.pools.set(origin, byTimeout); }
+    let pool = byTimeout.get(options.connectMs);
     if (!pool) {
       pool = new Pool(origin, {
         connections: 256,
@@ -17,13 +19,14 @@ export class UpstreamPools {
         keepAliveTimeout: 30_000,
         connect: { timeout: options.connectMs },
       });
-      this.pools.set(poolKey, pool);
+      byTimeout.set(options.connectMs, pool);
     }
     return pool;
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.pools.values()].map((pool) => pool.close().catch(() => pool.destroy())));
+    const all = [...this.pools.values()].flatMap((byTimeout) => [...byTimeout.values()]);
+    await Promise.all(all.map((pool) => pool.close().catch(() => pool.destroy())));
     this.pools.clear();
   }
 }
