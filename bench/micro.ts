@@ -13,7 +13,7 @@ import { OpenAIStreamTail } from '../src/formats/openai-stream-tail';
 import { AnthropicToOpenAIStream, toAnthropicRequest, type OpenAIChatRequest } from '../src/formats/openai-to-anthropic';
 import { SseDecoder } from '../src/formats/sse';
 import { createLogger } from '../src/log';
-import { Store, toUsageRow, type AccountRecord, type Charge, type KeyFields, type KeyRecord, type UsageRecord } from '../src/store';
+import { packUsageRows, Store, toUsageRow, type AccountRecord, type Charge, type KeyFields, type KeyRecord, type UsageRecord } from '../src/store';
 import { describeMachine, RESULTS_DIR } from './report';
 
 const FIXTURES = resolve(__dirname, '..', '..', 'test', 'fixtures', 'chat-translation');
@@ -125,8 +125,9 @@ export async function runMicro(options: { timeMs?: number } = {}): Promise<Row[]
       keyId: cappedKey.id, keyEpoch: -1, accountId: account.id, accountEpoch: -1, quota: 0,
     }));
     const rows = Array.from({ length: USAGE_BATCH }, () => toUsageRow(usageRecord(account.id, cappedKey.id)));
+    const usage = packUsageRows(rows);
     bench.add(`usage-record append (LedgerStore.commit of ${USAGE_BATCH} charges + records, awaited)`, async () => {
-      await store.ledger.commit('micro-commit', sumCharges(charges), rows);
+      await store.ledger.commit('micro-commit', sumCharges(charges), usage);
     });
 
     await bench.run();

@@ -5,11 +5,11 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { CommitBatch } from './billing/ledger';
 import type { Logger } from './log';
-import type { Charge, Store, UsageRow } from './store';
+import type { Charge, Store, UsageGroup } from './store';
 
 export type WorkerMessage =
   | { type: 'listening'; port: number; front: string }
-  | { type: 'commit'; id: number; workerId: string; charges: Charge[]; rows: UsageRow[] }
+  | { type: 'commit'; id: number; workerId: string; charges: Charge[]; usage: UsageGroup[] }
   | { type: 'reclaim'; id: number; keyId: number | null; accountId: number }
   | { type: 'leases-returned'; id: number };
 
@@ -46,7 +46,7 @@ export function workerMessageServer(store: Store, log: Logger): (worker: Worker,
       case 'commit':
         // Batches of a worker are committed in the order they arrive, and before the reaping of its
         // leases when it dies: one FIFO of transactions.
-        store.ledger.commit(message.workerId, message.charges, message.rows).then(
+        store.ledger.commit(message.workerId, message.charges, message.usage).then(
           () => reply(worker, { type: 'committed', id: message.id }),
           (error: unknown) => {
             log.error({ err: error, worker: message.workerId }, 'committing a billing batch failed');
@@ -95,7 +95,7 @@ export function supervisorLink(workerId: string): {
     });
   });
   return {
-    commit: (charges, rows) => ask({ type: 'commit', id: ++sequence, workerId, charges, rows }),
+    commit: (charges, usage) => ask({ type: 'commit', id: ++sequence, workerId, charges, usage }),
     reclaim: (keyId, accountId) => ask({ type: 'reclaim', id: ++sequence, keyId, accountId }),
     serveReturns(handler) { returnUnused = handler; },
   };

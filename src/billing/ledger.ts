@@ -4,7 +4,7 @@
 // in batches every few ms (never awaited by a response). DESIGN §5.
 import { GatewayError } from '../errors';
 import type { Logger } from '../log';
-import { toUsageRow, type AccountRecord, type Charge, type KeyRecord, type Store, type UsageRecord, type UsageRow } from '../store';
+import { packUsageRows, toUsageRow, type AccountRecord, type Charge, type KeyRecord, type Store, type UsageGroup, type UsageRecord, type UsageRow } from '../store';
 
 /**
  * Charges and usage records are committed every DEFAULT_FLUSH_MS, or at once when FLUSH_RECORDS are
@@ -51,9 +51,10 @@ export function insufficientQuota(message: string): GatewayError {
 
 /**
  * Commits a batch of charges with its usage records; resolves once it is committed. Charges of the
- * same key, account and epochs arrive summed (the commit sums them anyway).
+ * same key, account and epochs arrive summed (the commit sums them anyway); the records arrive
+ * packed per account (packUsageRows).
  */
-export type CommitBatch = (charges: Charge[], rows: UsageRow[]) => Promise<void>;
+export type CommitBatch = (charges: Charge[], usage: UsageGroup[]) => Promise<void>;
 
 /** Charges of the same key, account and epochs as one charge each: the commit applies sums. */
 export function sumCharges(charges: readonly Charge[]): Charge[] {
@@ -243,8 +244,8 @@ export class Ledger {
     const rows = this.rows;
     this.charges = [];
     this.rows = [];
-    const commit = this.options.commit ?? ((batch: Charge[], batchRows: UsageRow[]) => this.store.ledger.commit(this.workerId, batch, batchRows));
-    this.flushing = this.flushing.then(() => commit(sumCharges(charges.map((queued) => queued.charge)), rows))
+    const commit = this.options.commit ?? ((batch: Charge[], usage: UsageGroup[]) => this.store.ledger.commit(this.workerId, batch, usage));
+    this.flushing = this.flushing.then(() => commit(sumCharges(charges.map((queued) => queued.charge)), packUsageRows(rows)))
       .then(() => {
         for (const { charge, keyLease, accountLease } of charges) {
           if (keyLease) { keyLease.pending -= charge.quota; keyLease.granted = Math.max(0, keyLease.granted - charge.quota); }

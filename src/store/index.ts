@@ -7,8 +7,8 @@ import { LedgerStore } from './ledger';
 import { UsageStore } from './usage';
 import { TaskStore } from './tasks';
 
-export type { AccountRecord, AccessTokenRecord, AccessScope, KeyFields, KeyRecord, UsageRecord, UsageRow } from './records';
-export { toUsageRow } from './records';
+export type { AccountRecord, AccessTokenRecord, AccessScope, KeyFields, KeyRecord, UsageGroup, UsageRecord, UsageRow } from './records';
+export { packUsageRows, toUsageRow } from './records';
 export type { KeyPage } from './keys';
 export type { WindowHit } from './counters';
 export type { Charge, LeaseAsk, LeaseGrant, LeaseShortfall } from './ledger';

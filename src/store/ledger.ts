@@ -5,7 +5,7 @@
 // so the sum of what all workers may spend never exceeds what remains.
 import type { Databases } from './database';
 import { nextId } from './database';
-import { ROW_ACCOUNT, toUsageRow, type AccountRecord, type KeyRecord, type LeaseHolder, type UsageRecord, type UsageRow } from './records';
+import { toUsageRow, type AccountRecord, type KeyRecord, type LeaseHolder, type StoredUsageGroup, type UsageGroup, type UsageRecord } from './records';
 
 export interface LeaseAsk {
   /** at least this much, or nothing */
@@ -74,7 +74,7 @@ export function creditRefund(databases: Databases, accountId: number, keyId: num
   if (account) accounts.putSync(account.id, { ...account, used_quota: Math.max(0, account.used_quota - quota), balance: account.balance + quota });
   if (record) {
     const id = nextId(databases, 'usage');
-    usage.putSync([record.account_id, id], [toUsageRow(record, id)]);
+    usage.putSync([record.account_id, id], { first: id, rows: JSON.stringify([toUsageRow(record)]) } satisfies StoredUsageGroup);
   }
 }
 
@@ -130,10 +130,10 @@ export class LedgerStore {
 
   /**
    * Commits settled charges and their usage records in one asynchronous transaction (never awaited
-   * by a response). A charge first consumes the worker's lease of the same epoch. The rows are
-   * numbered in place (their id slot).
+   * by a response). A charge first consumes the worker's lease of the same epoch. The usage groups
+   * are numbered in order and stored as they come (see UsageStore).
    */
-  async commit(workerId: string, charges: Charge[], rows: UsageRow[]): Promise<void> {
+  async commit(workerId: string, charges: Charge[], usageGroups: UsageGroup[]): Promise<void> {
     const { keys, accounts, usage, meta } = this.databases;
     // Charges of one key (or account) and epoch are summed first: with non-negative amounts the
     // clamps below give the same result as applying them one by one, for one read and one write.
@@ -174,16 +174,14 @@ export class LedgerStore {
       }
       // ids for the whole batch from one counter read and write
       const first = ((meta.get('seq:usage') as number | undefined) ?? 0) + 1;
-      if (rows.length > 0) meta.putSync('seq:usage', first + rows.length - 1);
-      const byAccount = new Map<number, UsageRow[]>();
-      for (let index = 0; index < rows.length; index += 1) {
-        const row = rows[index];
-        row[0] = first + index;
-        const group = byAccount.get(row[ROW_ACCOUNT]);
-        if (group === undefined) byAccount.set(row[ROW_ACCOUNT], [row]); else group.push(row);
+      let next = first;
+      // one entry per account and batch, keyed by its newest id
+      for (const group of usageGroups) {
+        if (group.count <= 0) continue;
+        usage.putSync([group.account, next + group.count - 1], { first: next, rows: group.rows } satisfies StoredUsageGroup);
+        next += group.count;
       }
-      // one entry per account and batch, keyed by its newest id (see UsageStore)
-      for (const [accountId, group] of byAccount) usage.putSync([accountId, group[group.length - 1][0]], group);
+      if (next > first) meta.putSync('seq:usage', next - 1);
     });
   }
 

@@ -72,9 +72,8 @@ export interface UsageRecord {
 }
 
 /**
- * A usage record as stored and as sent from a worker to the supervisor: the values in a fixed
- * order, without the 18 field names (half the JSON to write and parse, and a plain msgpack array to
- * encode). The id comes first; a worker sends 0 and the committing transaction numbers it.
+ * A usage record as a row: the values in a fixed order, without the 18 field names. The id comes
+ * first; rows of a billing batch carry 0 there and are numbered by position when committed.
  */
 export type UsageRow = [
   id: number, time: number, account_id: number, key_id: number, key_name: string, model: string, channel: string,
@@ -102,3 +101,25 @@ export function fromUsageRow(row: UsageRow): UsageRecord {
     end_reason: row[16], usage_source: row[17], stream: row[18],
   };
 }
+
+/**
+ * The usage records of one account in a billing batch, as a worker sends them and as the store
+ * keeps them: the JSON text of their rows. Neither the supervisor nor the commit parses or
+ * re-encodes it (they pass a string on); only reading the log does.
+ */
+export interface UsageGroup { account: number; count: number; rows: string }
+
+/** Rows of a batch grouped by account, in order, each group as JSON text. */
+export function packUsageRows(rows: readonly UsageRow[]): UsageGroup[] {
+  const byAccount = new Map<number, UsageRow[]>();
+  for (const row of rows) {
+    const group = byAccount.get(row[ROW_ACCOUNT]);
+    if (group === undefined) byAccount.set(row[ROW_ACCOUNT], [row]); else group.push(row);
+  }
+  const groups: UsageGroup[] = [];
+  for (const [account, group] of byAccount) groups.push({ account, count: group.length, rows: JSON.stringify(group) });
+  return groups;
+}
+
+/** A stored usage entry of several records: ids `first`, `first + 1`, … in row order. */
+export interface StoredUsageGroup { first: number; rows: string }

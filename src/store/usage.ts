@@ -1,9 +1,10 @@
 // Usage records: one per model call. Stored per account, keyed [account, id] so an account's log
-// pages newest first. An entry holds the account's records of one billing batch as UsageRows in id
-// order, under the newest id: one LMDB write per account and batch instead of one per call, and no
-// field names to encode. (Entries of one record object, under its id, are read as well.)
+// pages newest first. An entry holds the account's records of one billing batch, under the newest
+// id: the JSON text of their rows (UsageGroup) and the first id. One LMDB write per account and
+// batch instead of one per call, and the text is written as the worker made it: nobody between the
+// call and the disk parses or re-encodes it. (Older entries, one record object each, read too.)
 import type { Databases } from './database';
-import { fromUsageRow, type UsageRecord, type UsageRow } from './records';
+import { fromUsageRow, type StoredUsageGroup, type UsageRecord, type UsageRow } from './records';
 
 const MAX_ID = 1e15;
 /** bound on records examined per query, so a filter that matches little cannot scan forever */
@@ -19,7 +20,15 @@ export interface UsageFilter {
 
 /** The records of one entry, oldest first. */
 function entryRecords(value: unknown): UsageRecord[] {
-  return Array.isArray(value) ? (value as UsageRow[]).map(fromUsageRow) : [value as UsageRecord];
+  const group = value as Partial<StoredUsageGroup>;
+  if (typeof group.rows === 'string' && typeof group.first === 'number') {
+    const first = group.first;
+    return (JSON.parse(group.rows) as UsageRow[]).map((row, index) => {
+      row[0] = first + index;
+      return fromUsageRow(row);
+    });
+  }
+  return [value as UsageRecord];
 }
 
 export class UsageStore {
