@@ -2,24 +2,15 @@
 // on every read: a change made by another process is seen by the very next lookup.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, test } from 'node:test';
+import { test } from 'node:test';
 import { apiKeyDigest, generateApiKey, loadMasterKey, maskKey, seal } from '../../src/auth/secrets';
 import { KEY_DEFAULTS } from '../../src/formats/token-fields';
-import { Store } from '../../src/store';
-import { tempDir } from '../helpers/gateway';
+import { useTempStore } from '../helpers/temp-store';
 
 const STORE_MODULE = join(__dirname, '..', '..', 'src', 'store');
 
-let dataDir: string;
-let store: Store;
-
-beforeEach(() => { dataDir = tempDir('tollgate-record-cache-'); store = Store.open(dataDir); });
-afterEach(async () => {
-  await store.close();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+const temp = useTempStore('tollgate-record-cache-');
 
 /**
  * Runs `body` (with `store` open on the same data dir) in another process, then waits a few ms:
@@ -29,46 +20,46 @@ afterEach(async () => {
 async function inOtherProcess(body: string): Promise<void> {
   execFileSync(process.execPath, ['-e', `
     const { Store } = require(${JSON.stringify(STORE_MODULE)});
-    (async () => { const store = Store.open(${JSON.stringify(dataDir)}); ${body}; await store.close(); })()
+    (async () => { const store = Store.open(${JSON.stringify(temp.dataDir)}); ${body}; await store.close(); })()
       .catch((error) => { console.error(error); process.exit(1); });
   `], { stdio: ['ignore', 'ignore', 'inherit'] });
   await new Promise((resolve) => setTimeout(resolve, 5));
 }
 
 async function createKey(): Promise<{ accountId: number; keyId: number; digest: string }> {
-  const account = await store.accounts.create('owner', 'default', 500);
+  const account = await temp.store.accounts.create('owner', 'default', 500);
   assert.notEqual(account, 'exists');
   const accountId = (account as { id: number }).id;
   const secret = generateApiKey();
   const digest = apiKeyDigest(secret).toString('hex');
-  const key = await store.keys.create(accountId, { ...KEY_DEFAULTS, name: 'cached' },
-    { sealed: seal(loadMasterKey(dataDir, undefined), secret), masked: maskKey(secret), digest }, 10);
+  const key = await temp.store.keys.create(accountId, { ...KEY_DEFAULTS, name: 'cached' },
+    { sealed: seal(loadMasterKey(temp.dataDir, undefined), secret), masked: maskKey(secret), digest }, 10);
   assert.notEqual(key, 'limit');
   return { accountId, keyId: (key as { id: number }).id, digest };
 }
 
 test('a key disabled, re-enabled and deleted by another process is seen by the next lookup', async () => {
   const { accountId, keyId, digest } = await createKey();
-  const first = store.keys.findByDigest(digest);
+  const first = temp.store.keys.findByDigest(digest);
   assert.equal(first?.status, 1);
-  assert.equal(store.keys.findByDigest(digest), first, 'unchanged bytes: the same decoded record');
+  assert.equal(temp.store.keys.findByDigest(digest), first, 'unchanged bytes: the same decoded record');
 
   await inOtherProcess(`await store.keys.setStatus(${accountId}, ${keyId}, 2)`);
-  assert.equal(store.keys.findByDigest(digest)?.status, 2);
+  assert.equal(temp.store.keys.findByDigest(digest)?.status, 2);
 
   await inOtherProcess(`await store.keys.setStatus(${accountId}, ${keyId}, 1)`);
-  assert.equal(store.keys.findByDigest(digest)?.status, 1);
+  assert.equal(temp.store.keys.findByDigest(digest)?.status, 1);
 
   await inOtherProcess(`await store.keys.remove(${accountId}, ${keyId})`);
-  assert.equal(store.keys.findByDigest(digest), undefined);
-  assert.equal(store.keys.findByDigest(apiKeyDigest(generateApiKey()).toString('hex')), undefined, 'an unknown digest');
+  assert.equal(temp.store.keys.findByDigest(digest), undefined);
+  assert.equal(temp.store.keys.findByDigest(apiKeyDigest(generateApiKey()).toString('hex')), undefined, 'an unknown digest');
 });
 
 test("an account's balance changed by another process is seen by the next lookup", async () => {
   const { accountId } = await createKey();
-  assert.equal(store.accounts.current(accountId)?.balance, 500);
+  assert.equal(temp.store.accounts.current(accountId)?.balance, 500);
   await inOtherProcess(`await store.accounts.topUp(${accountId}, 250)`);
-  assert.equal(store.accounts.current(accountId)?.balance, 750);
-  assert.deepEqual(store.accounts.current(accountId), store.accounts.get(accountId));
-  assert.equal(store.accounts.current(accountId + 1000), undefined);
+  assert.equal(temp.store.accounts.current(accountId)?.balance, 750);
+  assert.deepEqual(temp.store.accounts.current(accountId), temp.store.accounts.get(accountId));
+  assert.equal(temp.store.accounts.current(accountId + 1000), undefined);
 });

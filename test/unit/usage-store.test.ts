@@ -1,20 +1,12 @@
 // The usage log as stored: a billing batch writes one entry per account (its rows as JSON text), older
 // data dirs hold one record object per entry; listing pages newest first across both, with filters.
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
-import { afterEach, beforeEach, test } from 'node:test';
+import { test } from 'node:test';
 import { sumCharges } from '../../src/billing/ledger';
-import { packUsageRows, Store, toUsageRow, type Charge, type UsageRecord } from '../../src/store';
-import { tempDir } from '../helpers/gateway';
+import { packUsageRows, toUsageRow, type Charge, type UsageRecord } from '../../src/store';
+import { useTempStore } from '../helpers/temp-store';
 
-let dataDir: string;
-let store: Store;
-
-beforeEach(() => { dataDir = tempDir('tollgate-usage-'); store = Store.open(dataDir); });
-afterEach(async () => {
-  await store.close();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+const temp = useTempStore('tollgate-usage-');
 
 function record(accountId: number, keyId: number, time: number, quota: number, model = 'm-1'): Omit<UsageRecord, 'id'> {
   return {
@@ -26,25 +18,25 @@ function record(accountId: number, keyId: number, time: number, quota: number, m
 
 test('records of a batch are numbered account by account, in order, and listed newest first with filters and pages', async () => {
   // a record object written one per entry, as data dirs from before batched entries hold it
-  store.databases.usage.putSync([1, 1], { ...record(1, 10, 1_000, 7), id: 1 });
-  store.databases.meta.putSync('seq:usage', 1);
+  temp.store.databases.usage.putSync([1, 1], { ...record(1, 10, 1_000, 7), id: 1 });
+  temp.store.databases.meta.putSync('seq:usage', 1);
 
   const batch = [record(1, 10, 1_001, 1), record(2, 20, 1_001, 2), record(1, 11, 1_002, 3, 'm-2'), record(1, 10, 1_003, 4)];
   const charges: Charge[] = batch.map((item) => ({ keyId: item.key_id, keyEpoch: -1, accountId: item.account_id, accountEpoch: -1, quota: item.quota }));
-  await store.ledger.commit('w1', sumCharges(charges), packUsageRows(batch.map((item) => toUsageRow(item))));
+  await temp.store.ledger.commit('w1', sumCharges(charges), packUsageRows(batch.map((item) => toUsageRow(item))));
 
-  const all = store.usage.list(1, {}, 0, 10);
+  const all = temp.store.usage.list(1, {}, 0, 10);
   assert.deepEqual(all.items.map((item) => [item.id, item.quota]), [[4, 4], [3, 3], [2, 1], [1, 7]]);
   assert.equal(all.total, 4);
   assert.deepEqual(all.items[0], { ...record(1, 10, 1_003, 4), id: 4 }, 'every field survives the round trip');
-  assert.deepEqual(store.usage.list(2, {}, 0, 10).items.map((item) => [item.id, item.key_id]), [[5, 20]]);
+  assert.deepEqual(temp.store.usage.list(2, {}, 0, 10).items.map((item) => [item.id, item.key_id]), [[5, 20]]);
 
-  assert.deepEqual(store.usage.list(1, { keyId: 10 }, 0, 10).items.map((item) => item.id), [4, 2, 1]);
-  assert.deepEqual(store.usage.list(1, { model: 'm-2' }, 0, 10).items.map((item) => item.id), [3]);
-  assert.deepEqual(store.usage.list(1, { from: 1_001, to: 1_002 }, 0, 10).items.map((item) => item.id), [3, 2]);
-  const second = store.usage.list(1, {}, 1, 3);
+  assert.deepEqual(temp.store.usage.list(1, { keyId: 10 }, 0, 10).items.map((item) => item.id), [4, 2, 1]);
+  assert.deepEqual(temp.store.usage.list(1, { model: 'm-2' }, 0, 10).items.map((item) => item.id), [3]);
+  assert.deepEqual(temp.store.usage.list(1, { from: 1_001, to: 1_002 }, 0, 10).items.map((item) => item.id), [3, 2]);
+  const second = temp.store.usage.list(1, {}, 1, 3);
   assert.deepEqual([second.items.map((item) => item.id), second.total], [[1], 4]);
 
-  assert.deepEqual(store.usage.sumForKey(1, 10), { quota: 12, count: 3 });
-  assert.equal(store.keys.byId(10), undefined, 'charges of unknown keys change nothing');
+  assert.deepEqual(temp.store.usage.sumForKey(1, 10), { quota: 12, count: 3 });
+  assert.equal(temp.store.keys.byId(10), undefined, 'charges of unknown keys change nothing');
 });
