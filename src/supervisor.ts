@@ -40,6 +40,8 @@ export async function runSupervisor(config: Config, configPath: string | undefin
     TOLLGATE_ROLE: 'worker', PORT: String(port), ...(configPath ? { TOLLGATE_CONFIG: configPath } : {}),
   };
   let announced = false;
+  /** workers that reported listening; the start is announced once all of the first ones have */
+  const listening = new Set<number>();
   const serveWorker = workerMessageServer(store, log);
   let forked = 0;
   const workerIds = new Map<number, string>();
@@ -50,7 +52,9 @@ export async function runSupervisor(config: Config, configPath: string | undefin
     workerIds.set(worker.id, workerId);
     worker.on('message', (message: WorkerMessage) => {
       if (serveWorker(worker, message)) return;
-      if (message?.type === 'listening' && !announced && Object.keys(cluster.workers ?? {}).length >= config.workers) {
+      if (message?.type !== 'listening') return;
+      listening.add(worker.id);
+      if (!announced && listening.size >= config.workers) {
         announced = true;
         log.info({ port, workers: config.workers, front: message.front, data_dir: config.dataDir }, `Tollgate listening on http://${config.listen.host}:${port}`);
       }
@@ -70,6 +74,7 @@ export async function runSupervisor(config: Config, configPath: string | undefin
   cluster.on('exit', (worker, code, signal) => {
     const workerId = workerIds.get(worker.id);
     workerIds.delete(worker.id);
+    listening.delete(worker.id);
     if (workerId) jobs.workerExited(workerId);
     if (stopping) return;
     const now = Date.now();
