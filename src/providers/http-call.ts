@@ -7,7 +7,7 @@ import type { UpstreamCall, UpstreamAnswer, ProviderContext } from './types';
 
 const MAX_ERROR_BODY = 64 * 1024;
 /** first-byte timeouts shorter than this are timed exactly (see callUpstream) */
-export const EXACT_FIRST_BYTE_BELOW_MS = 10_000;
+const EXACT_FIRST_BYTE_BELOW_MS = 10_000;
 
 async function readBounded(body: Readable, limit: number): Promise<string> {
   const parts: Buffer[] = [];

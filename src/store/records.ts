@@ -83,11 +83,11 @@ export type UsageRow = [
 ];
 
 /** Index of account_id in a UsageRow. */
-export const ROW_ACCOUNT = 2;
+const ROW_ACCOUNT = 2;
 
-export function toUsageRow(record: Omit<UsageRecord, 'id'>, id = 0): UsageRow {
+export function toUsageRow(record: Omit<UsageRecord, 'id'>): UsageRow {
   return [
-    id, record.time, record.account_id, record.key_id, record.key_name, record.model, record.channel, record.endpoint,
+    0, record.time, record.account_id, record.key_id, record.key_name, record.model, record.channel, record.endpoint,
     record.prompt_tokens, record.completion_tokens, record.cache_read_tokens, record.cache_creation_tokens, record.quota,
     record.latency_ms, record.first_byte_ms, record.status, record.end_reason, record.usage_source, record.stream,
   ];
