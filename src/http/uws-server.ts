@@ -93,8 +93,7 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
   /** Called right after the synchronous part of the handler: uWS needs onData attached before we return. */
   armBody(): void {
     if (this.bodyPromise || this.finished) return;
-    this.bodyPromise = this.readBody(this.bodyLimit);
-    this.bodyPromise.catch(() => undefined);
+    this.bodyPromise = this.readBody(this.bodyLimit);   // a refusal is never unhandled: BodyCollector catches it
   }
 
   get remoteAddress(): string {
