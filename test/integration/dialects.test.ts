@@ -2,11 +2,11 @@
 // translated to Anthropic Messages and the answers back, stream and not — text, the stream tail
 // with usage and [DONE], tool calls, image input, finish_reason length, errors, billing.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { buildPieces } from '../../scripts/mock-upstream/content';
 import { assertStreamTail, client, createKey, expectApiError, flushCharges, postChat, sseEvents } from './chat-harness';
-import { CACHE_USAGE, expectedQuota, PNG_BASE64, PRICES, startMessagesSetup, UPSTREAM_CLAUDE, UPSTREAM_KEY, type MessagesSetup } from './messages-harness';
+import { CACHE_USAGE, expectedQuota, PNG_BASE64, PRICES, spyOnTranslations, useMessagesSetup, UPSTREAM_CLAUDE, UPSTREAM_KEY } from './messages-harness';
 
 const MOCK_TEXT = buildPieces(20).fullText;
 const QUESTION = 'What is the weather like in Paris today?';
@@ -16,19 +16,10 @@ const WEATHER_TOOL = {
 };
 
 describe('openai package against an anthropic channel (translated)', () => {
-  let setup: MessagesSetup;
-  let key = '';
-  const store = () => setup.gateway.gateway.context.store;
-  const lastUpstream = () => setup.mock.requests.at(-1)!;
-
-  before(async () => {
-    setup = await startMessagesSetup();
-    ({ key } = await createKey(setup.url, setup.gateway.adminToken, { unlimited_quota: true }));
-  });
-  after(async () => { await setup?.close(); });
+  const fx = useMessagesSetup();
 
   test('text: a chat.completion with the text, stop, usage; the upstream got an Anthropic request', async () => {
-    const completion = await client(setup.url, key).chat.completions.create({
+    const completion = await client(fx.setup.url, fx.key).chat.completions.create({
       model: 'claude-mock', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: QUESTION }], stop: ['END'], temperature: 0.5,
     });
     assert.equal(completion.object, 'chat.completion');
@@ -39,7 +30,7 @@ describe('openai package against an anthropic channel (translated)', () => {
     assert.deepEqual(completion.usage && [completion.usage.prompt_tokens, completion.usage.completion_tokens, completion.usage.total_tokens],
       [Math.ceil((QUESTION.length + 'Be brief.'.length) / 4), 20, Math.ceil((QUESTION.length + 'Be brief.'.length) / 4) + 20]);
 
-    const upstream = lastUpstream();
+    const upstream = fx.lastUpstream();
     assert.equal(upstream.path, '/v1/messages');
     assert.equal(upstream.headers['x-api-key'], UPSTREAM_KEY);
     assert.equal(upstream.headers['anthropic-version'], '2023-06-01');
@@ -53,7 +44,7 @@ describe('openai package against an anthropic channel (translated)', () => {
   });
 
   test('stream: SDK iteration sees the text; raw bytes end with the usage chunk and data: [DONE]', async () => {
-    const stream = await client(setup.url, key).chat.completions.create({
+    const stream = await client(fx.setup.url, fx.key).chat.completions.create({
       model: 'claude-mock', messages: [{ role: 'user', content: QUESTION }], stream: true, stream_options: { include_usage: true },
     });
     let text = '';
@@ -69,25 +60,25 @@ describe('openai package against an anthropic channel (translated)', () => {
     assert.equal(usage?.completion_tokens, 20);
     assert.equal(usage?.prompt_tokens, Math.ceil(QUESTION.length / 4));
 
-    const raw = await postChat(setup.url, key, { model: 'claude-mock', messages: [{ role: 'user', content: QUESTION }], stream: true });
+    const raw = await postChat(fx.setup.url, fx.key, { model: 'claude-mock', messages: [{ role: 'user', content: QUESTION }], stream: true });
     assert.equal(raw.status, 200);
     assert.match(raw.headers.get('content-type') ?? '', /text\/event-stream/);
     const final = assertStreamTail(raw.text);
     assert.equal(final.choices[0].finish_reason, 'stop');
     assert.equal(final.usage.completion_tokens, 20);
     assert.equal(final.model, 'claude-mock');
-    assert.equal((lastUpstream().body as { stream?: boolean }).stream, true);
+    assert.equal((fx.lastUpstream().body as { stream?: boolean }).stream, true);
   });
 
   test('tool calls: finish_reason tool_calls, then the tool message answers (non-stream and stream)', async () => {
-    const openai = client(setup.url, key);
+    const openai = client(fx.setup.url, fx.key);
     const first = await openai.chat.completions.create({ model: 'claude-mock', messages: [{ role: 'user', content: QUESTION }], tools: [WEATHER_TOOL] });
     assert.equal(first.choices[0].finish_reason, 'tool_calls');
     const call = first.choices[0].message.tool_calls?.[0];
     assert.ok(call && call.type === 'function', JSON.stringify(first.choices[0].message));
     assert.equal(call.function.name, 'get_weather');
     assert.deepEqual(JSON.parse(call.function.arguments), {});
-    assert.deepEqual((lastUpstream().body as any).tools, [{
+    assert.deepEqual((fx.lastUpstream().body as any).tools, [{
       name: 'get_weather', description: 'Current weather of a city', input_schema: WEATHER_TOOL.function.parameters,
     }]);
 
@@ -115,13 +106,13 @@ describe('openai package against an anthropic channel (translated)', () => {
     });
     assert.equal(second.choices[0].finish_reason, 'stop');
     assert.equal(second.choices[0].message.content, MOCK_TEXT);
-    const messages = (lastUpstream().body as any).messages;
+    const messages = (fx.lastUpstream().body as any).messages;
     assert.deepEqual(messages[1], { role: 'assistant', content: [{ type: 'tool_use', id: call.id, name: 'get_weather', input: {} }] });
     assert.deepEqual(messages[2], { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: 'Sunny, 24 °C' }] });
   });
 
   test('image input: a data URI becomes a base64 image block, an https URL a url block', async () => {
-    const openai = client(setup.url, key);
+    const openai = client(fx.setup.url, fx.key);
     for (const [url, source] of [
       [`data:image/png;base64,${PNG_BASE64}`, { type: 'base64', media_type: 'image/png', data: PNG_BASE64 }],
       ['https://images.example/cat.png', { type: 'url', url: 'https://images.example/cat.png' }],
@@ -131,18 +122,18 @@ describe('openai package against an anthropic channel (translated)', () => {
         messages: [{ role: 'user', content: [{ type: 'text', text: 'What is in this picture?' }, { type: 'image_url', image_url: { url } }] }],
       });
       assert.equal(completion.choices[0].finish_reason, 'stop');
-      const content = (lastUpstream().body as any).messages[0].content;
+      const content = (fx.lastUpstream().body as any).messages[0].content;
       assert.deepEqual(content, [{ type: 'text', text: 'What is in this picture?' }, { type: 'image', source }]);
     }
   });
 
   test('max_tokens reached: finish_reason length, stream and not', async () => {
-    const openai = client(setup.url, key);
+    const openai = client(fx.setup.url, fx.key);
     const completion = await openai.chat.completions.create({ model: 'claude-mock', max_tokens: 5, messages: [{ role: 'user', content: QUESTION }] });
     assert.equal(completion.choices[0].finish_reason, 'length');
     assert.equal(completion.usage?.completion_tokens, 5);
-    assert.equal((lastUpstream().body as any).max_tokens, 5);
-    const raw = await postChat(setup.url, key, { model: 'claude-mock', max_tokens: 5, messages: [{ role: 'user', content: QUESTION }], stream: true });
+    assert.equal((fx.lastUpstream().body as any).max_tokens, 5);
+    const raw = await postChat(fx.setup.url, fx.key, { model: 'claude-mock', max_tokens: 5, messages: [{ role: 'user', content: QUESTION }], stream: true });
     const final = assertStreamTail(raw.text);
     assert.equal(final.choices[0].finish_reason, 'length');
     assert.equal(final.usage.completion_tokens, 5);
@@ -152,30 +143,30 @@ describe('openai package against an anthropic channel (translated)', () => {
     const hello = { model: 'claude-mock', messages: [{ role: 'user' as const, content: 'hi' }] };
 
     test('an upstream 400 is a 400 in the OpenAI shape with the upstream message', async () => {
-      setup.mock.script({ status: 400 });
-      await expectApiError(client(setup.url, key).chat.completions.create(hello), OpenAI.BadRequestError, { status: 400, message: /scripted fault/ });
+      fx.setup.mock.script({ status: 400 });
+      await expectApiError(client(fx.setup.url, fx.key).chat.completions.create(hello), OpenAI.BadRequestError, { status: 400, message: /scripted fault/ });
     });
 
     test('an upstream 529 overload on every attempt is a 502 api_error; a rejected channel key is never a 401', async () => {
-      setup.mock.script({ status: 529 }, 10);
-      await expectApiError(client(setup.url, key).chat.completions.create(hello), OpenAI.InternalServerError, { status: 502, type: 'api_error' });
-      setup.mock.reset();
-      setup.mock.script({ status: 401 }, 10);
-      const error = await expectApiError(client(setup.url, key).chat.completions.create(hello), OpenAI.InternalServerError, { status: 502, code: 'upstream_auth_failed' });
+      fx.setup.mock.script({ status: 529 }, 10);
+      await expectApiError(client(fx.setup.url, fx.key).chat.completions.create(hello), OpenAI.InternalServerError, { status: 502, type: 'api_error' });
+      fx.setup.mock.reset();
+      fx.setup.mock.script({ status: 401 }, 10);
+      const error = await expectApiError(client(fx.setup.url, fx.key).chat.completions.create(hello), OpenAI.InternalServerError, { status: 502, code: 'upstream_auth_failed' });
       assert.doesNotMatch(error.message, new RegExp(UPSTREAM_KEY));
-      setup.mock.reset();
+      fx.setup.mock.reset();
     });
 
     test('gateway checks keep the OpenAI shape on this route: 404 unknown model, 400 image on a text model', async () => {
-      await expectApiError(client(setup.url, key).chat.completions.create({ ...hello, model: 'nope' }), OpenAI.NotFoundError, { status: 404, code: 'model_not_found' });
-      await expectApiError(client(setup.url, key).chat.completions.create({
+      await expectApiError(client(fx.setup.url, fx.key).chat.completions.create({ ...hello, model: 'nope' }), OpenAI.NotFoundError, { status: 404, code: 'model_not_found' });
+      await expectApiError(client(fx.setup.url, fx.key).chat.completions.create({
         model: 'claude-text', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${PNG_BASE64}` } }] }],
       }), OpenAI.BadRequestError, { status: 400 });
     });
 
     test('a stream cut mid-way ends with an error chunk, never [DONE]', async () => {
-      setup.mock.script({ resetAfterChunks: 3 });
-      const raw = await postChat(setup.url, key, { ...hello, stream: true });
+      fx.setup.mock.script({ resetAfterChunks: 3 });
+      const raw = await postChat(fx.setup.url, fx.key, { ...hello, stream: true });
       assert.equal(raw.status, 200);
       const events = sseEvents(raw.text);
       assert.ok(events.some((event) => event.json?.choices?.[0]?.delta?.content), 'text arrived before the cut');
@@ -184,21 +175,21 @@ describe('openai package against an anthropic channel (translated)', () => {
     });
 
     test('an Anthropic stream that ends after message_delta without message_stop still completes', async () => {
-      setup.mock.script({ omitDone: true });
-      const raw = await postChat(setup.url, key, { ...hello, stream: true });
+      fx.setup.mock.script({ omitDone: true });
+      const raw = await postChat(fx.setup.url, fx.key, { ...hello, stream: true });
       assert.equal(assertStreamTail(raw.text).choices[0].finish_reason, 'stop');
     });
   });
 
   test('billing: the chat record is priced from the translated usage; cache reads at cached_input', async () => {
-    const own = await createKey(setup.url, setup.gateway.adminToken);
-    const openai = client(setup.url, own.key);
+    const own = await createKey(fx.setup.url, fx.setup.gateway.adminToken);
+    const openai = client(fx.setup.url, own.key);
     const completion = await openai.chat.completions.create({ model: 'claude-mock', messages: [{ role: 'user', content: QUESTION }] });
     const cached = await openai.chat.completions.create({ model: 'claude-cache', messages: [{ role: 'user', content: QUESTION }] });
     assert.equal(cached.usage?.prompt_tokens, CACHE_USAGE.input_tokens + CACHE_USAGE.cache_read_input_tokens + CACHE_USAGE.cache_creation_input_tokens);
     assert.equal(cached.usage?.prompt_tokens_details?.cached_tokens, CACHE_USAGE.cache_read_input_tokens);
-    await flushCharges(setup);
-    const records = store().usage.list(1, { keyId: own.id }, 0, 10).items;
+    await flushCharges(fx.setup);
+    const records = fx.store().usage.list(1, { keyId: own.id }, 0, 10).items;
     const plain = records.find((record) => record.model === 'claude-mock')!;
     assert.equal(plain.endpoint, 'chat.completions');
     assert.equal(plain.channel, 'anthropic-mock');
@@ -212,23 +203,17 @@ describe('openai package against an anthropic channel (translated)', () => {
   });
 
   test('a body above the offload threshold is translated in the worker pool', async () => {
-    const pool = setup.gateway.gateway.context.pool;
-    const original = pool.run.bind(pool);
-    const tasks: string[] = [];
-    pool.run = (async (file: string, name: string, input: unknown, transfer?: ArrayBuffer[]) => {
-      if (file === 'translate') tasks.push(name);
-      return original(file, name, input, transfer);
-    }) as typeof pool.run;
+    const { tasks, restore } = spyOnTranslations(fx.setup);
     try {
       const long = `${'A very long question about the weather. '.repeat(2000)}Done?`;
       assert.ok(long.length > 64 * 1024);
-      const completion = await client(setup.url, key).chat.completions.create({ model: 'claude-mock', messages: [{ role: 'user', content: long }] });
+      const completion = await client(fx.setup.url, fx.key).chat.completions.create({ model: 'claude-mock', messages: [{ role: 'user', content: long }] });
       assert.equal(completion.choices[0].message.content, MOCK_TEXT);
       assert.equal(completion.usage?.prompt_tokens, Math.ceil(long.length / 4), 'the upstream received the whole text');
-      assert.deepEqual((lastUpstream().body as any).messages, [{ role: 'user', content: long }]);
+      assert.deepEqual((fx.lastUpstream().body as any).messages, [{ role: 'user', content: long }]);
       assert.deepEqual(tasks, ['openAIToAnthropicRequest']);
     } finally {
-      pool.run = original;
+      restore();
     }
   });
 });

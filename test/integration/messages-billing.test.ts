@@ -3,38 +3,29 @@
 // upstream reports no usage, nothing charged for a failed call; and large bodies translated in the
 // worker pool.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { buildPieces } from '../../scripts/mock-upstream/content';
 import { createKey, flushCharges, keyObject } from './chat-harness';
 import {
-  anthropicClient, anthropicEvents, CACHE_TEXT, CACHE_USAGE, expectedQuota, postMessages, PRICES, startMessagesSetup, type MessagesSetup,
+  anthropicClient, anthropicEvents, CACHE_TEXT, CACHE_USAGE, expectedQuota, postMessages, PRICES, spyOnTranslations, useMessagesSetup,
 } from './messages-harness';
 
 const MOCK_TEXT = buildPieces(20).fullText;
 const QUESTION = 'What is the weather like in Paris today?';
 
 describe('/v1/messages billing', () => {
-  let setup: MessagesSetup;
-  let key = '';
-  const store = () => setup.gateway.gateway.context.store;
-  const lastUpstream = () => setup.mock.requests.at(-1)!;
-
-  before(async () => {
-    setup = await startMessagesSetup();
-    ({ key } = await createKey(setup.url, setup.gateway.adminToken, { unlimited_quota: true }));
-  });
-  after(async () => { await setup?.close(); });
+  const fx = useMessagesSetup();
 
   async function billed(model: string, stream: boolean, content = QUESTION) {
-    const own = await createKey(setup.url, setup.gateway.adminToken, { remain_quota: 10_000_000 });
-    const client = anthropicClient(setup.url, own.key);
+    const own = await createKey(fx.setup.url, fx.setup.gateway.adminToken, { remain_quota: 10_000_000 });
+    const client = anthropicClient(fx.setup.url, own.key);
     const request = { model, max_tokens: 300, messages: [{ role: 'user' as const, content }] };
     const message = stream ? await client.messages.stream(request).finalMessage() : await client.messages.create(request);
-    await flushCharges(setup);
-    const records = store().usage.list(1, { keyId: own.id }, 0, 10).items;
+    await flushCharges(fx.setup);
+    const records = fx.store().usage.list(1, { keyId: own.id }, 0, 10).items;
     assert.equal(records.length, 1, 'one usage record per call');
-    const object = await keyObject(setup.url, setup.gateway.adminToken, own.id);
+    const object = await keyObject(fx.setup.url, fx.setup.gateway.adminToken, own.id);
     return { message, record: records[0], object };
   }
 
@@ -88,7 +79,7 @@ describe('/v1/messages billing', () => {
   }
 
   test('an upstream without usage is billed from a local count, marked estimated', async () => {
-    setup.mock.script({ omitUsage: true });
+    fx.setup.mock.script({ omitUsage: true });
     const { message, record } = await billed('claude-mock', false);
     assert.equal(record.usage_source, 'estimated');
     assert.ok(record.prompt_tokens > 0 && record.completion_tokens > 0, JSON.stringify(record));
@@ -96,54 +87,48 @@ describe('/v1/messages billing', () => {
     assert.equal(message.usage.output_tokens, record.completion_tokens, 'the Message carries the usage that was billed');
 
     // The SDK cannot assemble a stream without usage (it reads message_start.usage), so read it raw.
-    const own = await createKey(setup.url, setup.gateway.adminToken);
-    setup.mock.script({ omitUsage: true });
-    const answer = await postMessages(setup.url, { 'x-api-key': own.key }, { model: 'claude-mock', max_tokens: 300, stream: true, messages: [{ role: 'user', content: QUESTION }] });
+    const own = await createKey(fx.setup.url, fx.setup.gateway.adminToken);
+    fx.setup.mock.script({ omitUsage: true });
+    const answer = await postMessages(fx.setup.url, { 'x-api-key': own.key }, { model: 'claude-mock', max_tokens: 300, stream: true, messages: [{ role: 'user', content: QUESTION }] });
     assert.equal(anthropicEvents(answer.text).at(-1)!.event, 'message_stop');
-    await flushCharges(setup);
-    const [streamed] = store().usage.list(1, { keyId: own.id }, 0, 10).items;
+    await flushCharges(fx.setup);
+    const [streamed] = fx.store().usage.list(1, { keyId: own.id }, 0, 10).items;
     assert.equal(streamed.usage_source, 'estimated');
     assert.ok(streamed.prompt_tokens > 0, JSON.stringify(streamed));
     assert.ok(streamed.completion_tokens >= 15, `the 20 delivered pieces are counted: ${streamed.completion_tokens}`);
   });
 
   test('a failed call records status and end reason and charges nothing', async () => {
-    const own = await createKey(setup.url, setup.gateway.adminToken);
-    setup.mock.script({ status: 503 }, 10);
-    const answer = await postMessages(setup.url, { 'x-api-key': own.key }, { model: 'claude-mock', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] });
-    setup.mock.reset();
+    const own = await createKey(fx.setup.url, fx.setup.gateway.adminToken);
+    fx.setup.mock.script({ status: 503 }, 10);
+    const answer = await postMessages(fx.setup.url, { 'x-api-key': own.key }, { model: 'claude-mock', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] });
+    fx.setup.mock.reset();
     assert.equal(answer.status, 502);
-    await flushCharges(setup);
-    const [record] = store().usage.list(1, { keyId: own.id }, 0, 10).items;
+    await flushCharges(fx.setup);
+    const [record] = fx.store().usage.list(1, { keyId: own.id }, 0, 10).items;
     assert.equal(record.quota, 0);
     assert.equal(record.status, 502);
     assert.equal(record.end_reason, 'failed');
-    assert.equal((await keyObject(setup.url, setup.gateway.adminToken, own.id)).used_quota, 0);
+    assert.equal((await keyObject(fx.setup.url, fx.setup.gateway.adminToken, own.id)).used_quota, 0);
   });
 
   test('a body above the 64 KiB offload threshold is translated in the worker pool, whole', async () => {
-    const pool = setup.gateway.gateway.context.pool;
-    const original = pool.run.bind(pool);
-    const tasks: string[] = [];
-    pool.run = (async (file: string, name: string, input: unknown, transfer?: ArrayBuffer[]) => {
-      if (file === 'translate') tasks.push(name);
-      return original(file, name, input, transfer);
-    }) as typeof pool.run;
+    const { tasks, restore } = spyOnTranslations(fx.setup);
     try {
       const long = `${'All work and no play makes a long prompt. '.repeat(2500)}End.`;
       assert.ok(long.length > 64 * 1024);
-      const message = await anthropicClient(setup.url, key).messages.create({ model: 'gpt-mock', max_tokens: 100, messages: [{ role: 'user', content: long }] });
+      const message = await anthropicClient(fx.setup.url, fx.key).messages.create({ model: 'gpt-mock', max_tokens: 100, messages: [{ role: 'user', content: long }] });
       assert.equal((message.content[0] as Anthropic.TextBlock).text, MOCK_TEXT);
       assert.equal(message.usage.input_tokens, Math.ceil(long.length / 4), 'the upstream received the whole text');
       assert.deepEqual(tasks, ['anthropicToOpenAIRequest']);
-      assert.equal((lastUpstream().body as { messages: any[] }).messages[0].content, long);
+      assert.equal((fx.lastUpstream().body as { messages: any[] }).messages[0].content, long);
 
       tasks.length = 0;
-      const small = await anthropicClient(setup.url, key).messages.create({ model: 'gpt-mock', max_tokens: 100, messages: [{ role: 'user', content: 'short' }] });
+      const small = await anthropicClient(fx.setup.url, fx.key).messages.create({ model: 'gpt-mock', max_tokens: 100, messages: [{ role: 'user', content: 'short' }] });
       assert.equal(small.stop_reason, 'end_turn');
       assert.deepEqual(tasks, [], 'small bodies stay inline');
     } finally {
-      pool.run = original;
+      restore();
     }
   });
 });

@@ -6,7 +6,10 @@ import type { AddressInfo } from 'node:net';
 import Anthropic from '@anthropic-ai/sdk';
 import { EMBEDDED_CONFIG } from '../../src/config';
 import { startMockUpstream, type MockUpstream } from '../../scripts/mock-upstream';
+import { after, before } from 'node:test';
+import type { Store } from '../../src/store';
 import { startTestGateway, type TestGateway } from '../helpers/gateway';
+import { createKey } from './chat-harness';
 
 export const UPSTREAM_KEY = 'upstream-key-1';
 /** small enough to test the 413, large enough for the 64 KiB offload bodies */
@@ -99,6 +102,42 @@ export async function startMessagesSetup(extra: Record<string, unknown> = {}): P
     gateway, mock, url: gateway.url,
     async close() { await gateway.close(); await mock.close(); await cache.close(); },
   };
+}
+
+/** What a messages test file shares: the setup, an unlimited key on it, and two shortcuts. */
+export interface MessagesFixture {
+  setup: MessagesSetup;
+  key: string;
+  store(): Store;
+  lastUpstream(): MockUpstream['requests'][number];
+}
+
+/** Call inside a describe: starts the setup (and creates the key) before its tests, closes it after. */
+export function useMessagesSetup(): MessagesFixture {
+  const fixture: MessagesFixture = {
+    setup: undefined as unknown as MessagesSetup,
+    key: '',
+    store: () => fixture.setup.gateway.gateway.context.store,
+    lastUpstream: () => fixture.setup.mock.requests.at(-1)!,
+  };
+  before(async () => {
+    fixture.setup = await startMessagesSetup();
+    ({ key: fixture.key } = await createKey(fixture.setup.url, fixture.setup.gateway.adminToken, { unlimited_quota: true }));
+  });
+  after(async () => { await fixture.setup?.close(); });
+  return fixture;
+}
+
+/** Records the names of translate tasks sent to the worker pool until `restore()`. */
+export function spyOnTranslations(setup: MessagesSetup): { tasks: string[]; restore(): void } {
+  const pool = setup.gateway.gateway.context.pool;
+  const original = pool.run.bind(pool);
+  const tasks: string[] = [];
+  pool.run = (async (file: string, name: string, input: unknown, transfer?: ArrayBuffer[]) => {
+    if (file === 'translate') tasks.push(name);
+    return original(file, name, input, transfer);
+  }) as typeof pool.run;
+  return { tasks, restore() { pool.run = original; } };
 }
 
 export function anthropicClient(baseUrl: string, key: string): Anthropic {

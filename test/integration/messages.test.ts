@@ -3,13 +3,12 @@
 // text, stream, tool use round trip, images, max_tokens, errors in the Anthropic shape. Billing and
 // the worker-pool path are in messages-billing.test.ts.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { buildPieces } from '../../scripts/mock-upstream/content';
 import { createKey, eventually, flushCharges } from './chat-harness';
 import {
-  anthropicClient, anthropicEvents, MODEL_BODY_LIMIT, PNG_BASE64, postMessages, startMessagesSetup, UPSTREAM_CLAUDE, UPSTREAM_KEY,
-  type MessagesSetup,
+  anthropicClient, anthropicEvents, MODEL_BODY_LIMIT, PNG_BASE64, postMessages, useMessagesSetup, UPSTREAM_CLAUDE, UPSTREAM_KEY,
 } from './messages-harness';
 
 const MOCK_TEXT = buildPieces(20).fullText;
@@ -27,21 +26,12 @@ const TARGETS = [
 ];
 
 describe('/v1/messages with @anthropic-ai/sdk', () => {
-  let setup: MessagesSetup;
-  let key = '';
-  const store = () => setup.gateway.gateway.context.store;
-  const lastUpstream = () => setup.mock.requests.at(-1)!;
-
-  before(async () => {
-    setup = await startMessagesSetup();
-    ({ key } = await createKey(setup.url, setup.gateway.adminToken, { unlimited_quota: true }));
-  });
-  after(async () => { await setup?.close(); });
+  const fx = useMessagesSetup();
 
   for (const target of TARGETS) {
     describe(target.name, () => {
       test('text: a Message with text, end_turn, usage and the requested model name', async () => {
-        const message = await anthropicClient(setup.url, key).messages.create({
+        const message = await anthropicClient(fx.setup.url, fx.key).messages.create({
           model: target.model, max_tokens: 200, system: 'Be brief.', messages: [{ role: 'user', content: QUESTION }],
         });
         assert.equal(message.type, 'message');
@@ -57,7 +47,7 @@ describe('/v1/messages with @anthropic-ai/sdk', () => {
       });
 
       test('stream: finalMessage() assembles the text; events run message_start … message_stop', async () => {
-        const stream = anthropicClient(setup.url, key).messages.stream({
+        const stream = anthropicClient(fx.setup.url, fx.key).messages.stream({
           model: target.model, max_tokens: 200, messages: [{ role: 'user', content: QUESTION }],
         });
         const types: string[] = [];
@@ -75,7 +65,7 @@ describe('/v1/messages with @anthropic-ai/sdk', () => {
       });
 
       test('tool use round trip: tool_use → tool_result → a text answer (non-stream and stream)', async () => {
-        const client = anthropicClient(setup.url, key);
+        const client = anthropicClient(fx.setup.url, fx.key);
         const first = await client.messages.create({
           model: target.model, max_tokens: 200, tools: [WEATHER_TOOL], messages: [{ role: 'user', content: QUESTION }],
         });
@@ -106,20 +96,20 @@ describe('/v1/messages with @anthropic-ai/sdk', () => {
         assert.equal(second.content[0].type, 'text');
         if (target.model === 'gpt-mock') {
           // the upstream saw OpenAI tool traffic: an assistant tool call and its tool message
-          const messages = (lastUpstream().body as { messages: any[] }).messages;
-          assert.equal(lastUpstream().path, '/v1/chat/completions');
+          const messages = (fx.lastUpstream().body as { messages: any[] }).messages;
+          assert.equal(fx.lastUpstream().path, '/v1/chat/completions');
           assert.equal(messages[1].tool_calls[0].id, toolUse.id);
           assert.equal(messages[1].tool_calls[0].function.name, 'get_weather');
           assert.deepEqual(messages[2], { role: 'tool', tool_call_id: toolUse.id, content: 'Sunny, 24 °C' });
         }
         if (target.model === 'claude-mock') {
-          const messages = (lastUpstream().body as { messages: any[] }).messages;
+          const messages = (fx.lastUpstream().body as { messages: any[] }).messages;
           assert.equal(messages[2].content[0].type, 'tool_result');
         }
       });
 
       test('image input, base64 and URL, on a multimodal model', async () => {
-        const client = anthropicClient(setup.url, key);
+        const client = anthropicClient(fx.setup.url, fx.key);
         for (const source of [
           { type: 'base64' as const, media_type: 'image/png' as const, data: PNG_BASE64 },
           { type: 'url' as const, url: 'https://images.example/cat.png' },
@@ -130,7 +120,7 @@ describe('/v1/messages with @anthropic-ai/sdk', () => {
           });
           assert.equal(message.stop_reason, 'end_turn');
           if (!target.mock) continue;
-          const upstream = lastUpstream().body as { messages: any[] };
+          const upstream = fx.lastUpstream().body as { messages: any[] };
           const parts = upstream.messages.at(-1).content;
           if (target.model === 'claude-mock') assert.deepEqual(parts[0], { type: 'image', source });
           else {
@@ -141,7 +131,7 @@ describe('/v1/messages with @anthropic-ai/sdk', () => {
       });
 
       test('max_tokens reached: stop_reason max_tokens, stream and not', async () => {
-        const client = anthropicClient(setup.url, key);
+        const client = anthropicClient(fx.setup.url, fx.key);
         const request = { model: target.model, max_tokens: 5, messages: [{ role: 'user' as const, content: QUESTION }] };
         const message = await client.messages.create(request);
         assert.equal(message.stop_reason, 'max_tokens');
@@ -154,10 +144,10 @@ describe('/v1/messages with @anthropic-ai/sdk', () => {
   }
 
   test('the anthropic channel gets x-api-key, anthropic-version, the mapped model and the client body', async () => {
-    await anthropicClient(setup.url, key).messages.create({
+    await anthropicClient(fx.setup.url, fx.key).messages.create({
       model: 'claude-mock', max_tokens: 64, top_k: 5, metadata: { user_id: 'u-1' }, messages: [{ role: 'user', content: 'hi' }],
     } as Anthropic.MessageCreateParamsNonStreaming);
-    const upstream = lastUpstream();
+    const upstream = fx.lastUpstream();
     assert.equal(upstream.path, '/v1/messages');
     assert.equal(upstream.headers['x-api-key'], UPSTREAM_KEY);
     assert.match(String(upstream.headers['anthropic-version']), /^\d{4}-\d{2}-\d{2}$/, 'the SDK\'s own version header is forwarded');
@@ -169,15 +159,15 @@ describe('/v1/messages with @anthropic-ai/sdk', () => {
   });
 
   test('Authorization: Bearer works too; the anthropic-version header defaults to 2023-06-01 and is forwarded when given', async () => {
-    const plain = await postMessages(setup.url, { authorization: `Bearer ${key}` }, { model: 'claude-mock', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] });
+    const plain = await postMessages(fx.setup.url, { authorization: `Bearer ${fx.key}` }, { model: 'claude-mock', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] });
     assert.equal(plain.status, 200, plain.text);
-    assert.equal(lastUpstream().headers['anthropic-version'], '2023-06-01');
-    const versioned = await postMessages(setup.url, { 'x-api-key': key, 'anthropic-version': '2023-01-01', 'anthropic-beta': 'tools-2024-04-04' },
+    assert.equal(fx.lastUpstream().headers['anthropic-version'], '2023-06-01');
+    const versioned = await postMessages(fx.setup.url, { 'x-api-key': fx.key, 'anthropic-version': '2023-01-01', 'anthropic-beta': 'tools-2024-04-04' },
       { model: 'claude-mock', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] });
     assert.equal(versioned.status, 200, versioned.text);
-    assert.equal(lastUpstream().headers['anthropic-version'], '2023-01-01');
-    assert.equal(lastUpstream().headers['anthropic-beta'], 'tools-2024-04-04');
-    const bad = await postMessages(setup.url, { 'x-api-key': key, 'anthropic-version': 'yesterday' }, { model: 'claude-mock', max_tokens: 16, messages: [] });
+    assert.equal(fx.lastUpstream().headers['anthropic-version'], '2023-01-01');
+    assert.equal(fx.lastUpstream().headers['anthropic-beta'], 'tools-2024-04-04');
+    const bad = await postMessages(fx.setup.url, { 'x-api-key': fx.key, 'anthropic-version': 'yesterday' }, { model: 'claude-mock', max_tokens: 16, messages: [] });
     assert.equal(bad.status, 400);
     assert.equal(bad.json.error.type, 'invalid_request_error');
   });
@@ -198,55 +188,55 @@ describe('/v1/messages with @anthropic-ai/sdk', () => {
     const hello = (model: string) => ({ model, max_tokens: 16, messages: [{ role: 'user' as const, content: 'hi' }] });
 
     test('401 authentication_error for a wrong x-api-key, and for none at all', async () => {
-      await expectError(anthropicClient(setup.url, 'sk-not-a-real-key').messages.create(hello('claude-mock')), Anthropic.AuthenticationError, 401, 'authentication_error');
-      const none = await postMessages(setup.url, {}, hello('claude-mock'));
+      await expectError(anthropicClient(fx.setup.url, 'sk-not-a-real-key').messages.create(hello('claude-mock')), Anthropic.AuthenticationError, 401, 'authentication_error');
+      const none = await postMessages(fx.setup.url, {}, hello('claude-mock'));
       assert.equal(none.status, 401);
       assert.deepEqual(Object.keys(none.json), ['type', 'error']);
       assert.equal(none.json.error.type, 'authentication_error');
     });
 
     test('404 not_found_error for an unknown model', async () => {
-      await expectError(anthropicClient(setup.url, key).messages.create(hello('no-such-model')), Anthropic.NotFoundError, 404, 'not_found_error', /no-such-model/);
+      await expectError(anthropicClient(fx.setup.url, fx.key).messages.create(hello('no-such-model')), Anthropic.NotFoundError, 404, 'not_found_error', /no-such-model/);
     });
 
     test('403 permission_error for a model outside the key allowlist', async () => {
-      const limited = await createKey(setup.url, setup.gateway.adminToken, { models: 'gpt-mock' });
-      await expectError(anthropicClient(setup.url, limited.key).messages.create(hello('claude-mock')), Anthropic.PermissionDeniedError, 403, 'permission_error', /claude-mock/);
+      const limited = await createKey(fx.setup.url, fx.setup.gateway.adminToken, { models: 'gpt-mock' });
+      await expectError(anthropicClient(fx.setup.url, limited.key).messages.create(hello('claude-mock')), Anthropic.PermissionDeniedError, 403, 'permission_error', /claude-mock/);
     });
 
     test('400 invalid_request_error naming the field: missing max_tokens, bad temperature, invalid JSON', async () => {
-      const client = anthropicClient(setup.url, key);
+      const client = anthropicClient(fx.setup.url, fx.key);
       await expectError(client.messages.create({ model: 'claude-mock', messages: [{ role: 'user', content: 'hi' }] } as any), Anthropic.BadRequestError, 400, 'invalid_request_error', /max_tokens/);
       await expectError(client.messages.create({ ...hello('claude-mock'), temperature: 1.5 } as Anthropic.MessageCreateParamsNonStreaming), Anthropic.BadRequestError, 400, 'invalid_request_error', /temperature/);
-      const invalid = await postMessages(setup.url, { 'x-api-key': key }, '{"model":');
+      const invalid = await postMessages(fx.setup.url, { 'x-api-key': fx.key }, '{"model":');
       assert.equal(invalid.status, 400);
       assert.equal(invalid.json.type, 'error');
       assert.equal(invalid.json.error.type, 'invalid_request_error');
-      assert.equal(setup.mock.requests.filter((request) => request.body === '{"model":').length, 0);
+      assert.equal(fx.setup.mock.requests.filter((request) => request.body === '{"model":').length, 0);
     });
 
     test('400 for an image sent to a model that is not multimodal', async () => {
-      await expectError(anthropicClient(setup.url, key).messages.create({
+      await expectError(anthropicClient(fx.setup.url, fx.key).messages.create({
         model: 'claude-text', max_tokens: 16,
         messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG_BASE64 } }] }],
       }), Anthropic.BadRequestError, 400, 'invalid_request_error', /image/);
     });
 
     test('413 request_too_large for a body over the limit; 405 and unknown paths under /v1/messages too', async () => {
-      const big = await postMessages(setup.url, { 'x-api-key': key }, { ...hello('claude-mock'), system: 'x'.repeat(MODEL_BODY_LIMIT) });
+      const big = await postMessages(fx.setup.url, { 'x-api-key': fx.key }, { ...hello('claude-mock'), system: 'x'.repeat(MODEL_BODY_LIMIT) });
       assert.equal(big.status, 413);
       assert.equal(big.json.type, 'error');
       assert.equal(big.json.error.type, 'request_too_large');
-      const get = await fetch(`${setup.url}/v1/messages`, { headers: { 'x-api-key': key } });
+      const get = await fetch(`${fx.setup.url}/v1/messages`, { headers: { 'x-api-key': fx.key } });
       assert.equal(get.status, 405);
       assert.equal(((await get.json()) as any).error.type, 'invalid_request_error');
-      const unknown = await postMessages(setup.url.replace(/$/, '/v1/messages'), { 'x-api-key': key }, hello('claude-mock'));
+      const unknown = await postMessages(fx.setup.url.replace(/$/, '/v1/messages'), { 'x-api-key': fx.key }, hello('claude-mock'));
       assert.equal(unknown.status, 404);
       assert.equal(unknown.json.error.type, 'not_found_error');
     });
 
     test('400 for what a reasoning model refuses: a system prompt, stream, temperature', async () => {
-      const client = anthropicClient(setup.url, key);
+      const client = anthropicClient(fx.setup.url, fx.key);
       await expectError(client.messages.create({ ...hello('sim-reasoner'), system: 'Be brief.' }), Anthropic.BadRequestError, 400, 'invalid_request_error', /system/);
       await expectError(client.messages.create({ ...hello('sim-reasoner'), temperature: 0.2 } as Anthropic.MessageCreateParamsNonStreaming),
         Anthropic.BadRequestError, 400, 'invalid_request_error', /temperature/);
@@ -256,24 +246,24 @@ describe('/v1/messages with @anthropic-ai/sdk', () => {
     });
 
     test('429 rate_limit_error when the key quota is too low', async () => {
-      const poor = await createKey(setup.url, setup.gateway.adminToken, { remain_quota: 1 });
-      await expectError(anthropicClient(setup.url, poor.key).messages.create(hello('claude-mock')), Anthropic.RateLimitError, 429, 'rate_limit_error', /quota/i);
+      const poor = await createKey(fx.setup.url, fx.setup.gateway.adminToken, { remain_quota: 1 });
+      await expectError(anthropicClient(fx.setup.url, poor.key).messages.create(hello('claude-mock')), Anthropic.RateLimitError, 429, 'rate_limit_error', /quota/i);
     });
 
     test('an upstream 5xx on every attempt is a 5xx api_error; an upstream 400 comes back as a 400 with its message', async () => {
-      setup.mock.script({ status: 500 }, 10);
-      const failed = await expectError(anthropicClient(setup.url, key).messages.create(hello('claude-mock')), Anthropic.InternalServerError, 502, 'api_error');
+      fx.setup.mock.script({ status: 500 }, 10);
+      const failed = await expectError(anthropicClient(fx.setup.url, fx.key).messages.create(hello('claude-mock')), Anthropic.InternalServerError, 502, 'api_error');
       assert.doesNotMatch(failed.error.error.message, new RegExp(UPSTREAM_KEY));
-      setup.mock.reset();
-      setup.mock.script({ status: 400 });
-      await expectError(anthropicClient(setup.url, key).messages.create(hello('claude-mock')), Anthropic.BadRequestError, 400, 'invalid_request_error', /scripted fault/);
+      fx.setup.mock.reset();
+      fx.setup.mock.script({ status: 400 });
+      await expectError(anthropicClient(fx.setup.url, fx.key).messages.create(hello('claude-mock')), Anthropic.BadRequestError, 400, 'invalid_request_error', /scripted fault/);
     });
 
     test('a stream cut mid-way ends with an Anthropic error event and bills what was delivered', async () => {
       for (const model of ['claude-mock', 'gpt-mock']) {
-        const own = await createKey(setup.url, setup.gateway.adminToken);
-        setup.mock.script({ resetAfterChunks: 3 });
-        const answer = await postMessages(setup.url, { 'x-api-key': own.key }, { ...hello(model), max_tokens: 100, stream: true });
+        const own = await createKey(fx.setup.url, fx.setup.gateway.adminToken);
+        fx.setup.mock.script({ resetAfterChunks: 3 });
+        const answer = await postMessages(fx.setup.url, { 'x-api-key': own.key }, { ...hello(model), max_tokens: 100, stream: true });
         assert.equal(answer.status, 200);
         const events = anthropicEvents(answer.text);
         assert.equal(events[0].event, 'message_start');
@@ -282,8 +272,8 @@ describe('/v1/messages with @anthropic-ai/sdk', () => {
         assert.equal(last.data.type, 'error');
         assert.equal(last.data.error.type, 'api_error');
         assert.ok(!events.some((event) => event.event === 'message_stop'));
-        await flushCharges(setup);
-        const [record] = store().usage.list(1, { keyId: own.id }, 0, 10).items;
+        await flushCharges(fx.setup);
+        const [record] = fx.store().usage.list(1, { keyId: own.id }, 0, 10).items;
         assert.equal(record.end_reason, 'upstream_error', model);
         assert.equal(record.usage_source, 'estimated');
         assert.ok(record.completion_tokens >= 3, `delivered pieces are billed: ${record.completion_tokens}`);
@@ -291,10 +281,10 @@ describe('/v1/messages with @anthropic-ai/sdk', () => {
     });
 
     test('client gone mid-stream: the upstream request is aborted and what was delivered is billed', async () => {
-      const own = await createKey(setup.url, setup.gateway.adminToken);
-      setup.mock.script({ silenceAfterChunks: 3, silenceMs: 5_000 });
+      const own = await createKey(fx.setup.url, fx.setup.gateway.adminToken);
+      fx.setup.mock.script({ silenceAfterChunks: 3, silenceMs: 5_000 });
       const controller = new AbortController();
-      const response = await fetch(`${setup.url}/v1/messages`, {
+      const response = await fetch(`${fx.setup.url}/v1/messages`, {
         method: 'POST', signal: controller.signal, headers: { 'content-type': 'application/json', 'x-api-key': own.key },
         body: JSON.stringify({ ...hello('claude-mock'), max_tokens: 100, stream: true }),
       });
@@ -304,20 +294,20 @@ describe('/v1/messages with @anthropic-ai/sdk', () => {
       assert.match(received, /" the"/, 'three pieces arrived');
       controller.abort();
       await eventually(async () => {
-        await flushCharges(setup);
-        return store().usage.list(1, { keyId: own.id }, 0, 10).items.length === 1;
+        await flushCharges(fx.setup);
+        return fx.store().usage.list(1, { keyId: own.id }, 0, 10).items.length === 1;
       }, 5_000, 'the usage record');
-      const [record] = store().usage.list(1, { keyId: own.id }, 0, 10).items;
+      const [record] = fx.store().usage.list(1, { keyId: own.id }, 0, 10).items;
       assert.equal(record.end_reason, 'client_gone');
       assert.equal(record.completion_tokens, 3);
       assert.ok(record.quota > 0);
-      await eventually(() => setup.mock.requests.at(-1)!.aborted, 5_000, 'the upstream request to be aborted');
-      setup.mock.reset();
+      await eventually(() => fx.setup.mock.requests.at(-1)!.aborted, 5_000, 'the upstream request to be aborted');
+      fx.setup.mock.reset();
     });
 
     test('a stream whose upstream leaves out message_stop after message_delta still ends with message_stop', async () => {
-      setup.mock.script({ omitDone: true });
-      const answer = await postMessages(setup.url, { 'x-api-key': key }, { ...hello('claude-mock'), stream: true });
+      fx.setup.mock.script({ omitDone: true });
+      const answer = await postMessages(fx.setup.url, { 'x-api-key': fx.key }, { ...hello('claude-mock'), stream: true });
       const events = anthropicEvents(answer.text);
       assert.equal(events.at(-1)!.event, 'message_stop');
       assert.equal(events.filter((event) => event.event === 'message_stop').length, 1);
