@@ -44,14 +44,15 @@ export function workerMessageServer(store: Store, log: Logger): (worker: Worker,
   return (worker, message) => {
     switch (message?.type) {
       case 'commit':
-        // Batches of a worker are committed in the order they arrive, and before the reaping of its
-        // leases when it dies: one FIFO of transactions.
-        store.ledger.commit(message.workerId, message.charges, message.usage).then(
-          () => reply(worker, { type: 'committed', id: message.id }),
-          (error: unknown) => {
-            log.error({ err: error, worker: message.workerId }, 'committing a billing batch failed');
-            reply(worker, { type: 'committed', id: message.id, error: (error as Error).message });
-          });
+        // Each batch is committed at once, synchronously, as it arrives: a worker's batches in their
+        // order, and all of them before the reaping of its leases when it dies.
+        try {
+          store.ledger.commitSync(message.workerId, message.charges, message.usage);
+          reply(worker, { type: 'committed', id: message.id });
+        } catch (error) {
+          log.error({ err: error, worker: message.workerId }, 'committing a billing batch failed');
+          reply(worker, { type: 'committed', id: message.id, error: (error as Error).message });
+        }
         return true;
       case 'reclaim':
         void reclaimFor(worker, message);

@@ -4,6 +4,7 @@ import { GatewayError } from '../errors';
 import type { Exchange, ServerOptions } from './types';
 
 export const NO_BODY = Buffer.alloc(0);
+const ignore = (): void => undefined;
 
 export const bodyErrors = {
   tooLarge: (limit: number) => new GatewayError({
@@ -66,7 +67,6 @@ export class BodyCollector {
   /** `onFail` runs once when the body is refused (the front then closes the connection after answering). */
   constructor(private readonly limit: number, private readonly timeoutMs: number, private readonly onFail: () => void) {
     this.promise = new Promise<Buffer>((resolve, reject) => { this.resolve = resolve; this.reject = reject; });
-    this.promise.catch(() => undefined);
     this.deadline = Date.now() + timeoutMs;
     deadlines.add(this, timeoutMs);
   }
@@ -98,6 +98,9 @@ export class BodyCollector {
     this.settled = true;
     deadlines.delete(this);
     this.onFail();
+    // handled from the moment it is refused: a handler that has not asked for the body yet must not
+    // turn a refusal into an unhandled rejection (a handler already awaiting it still gets the error)
+    this.promise.catch(ignore);
     this.reject(error);
   }
 }

@@ -40,46 +40,53 @@ function splitUrl(spec: string): { origin: string; path: string } {
   return parsed;
 }
 
-export async function callUpstream(context: ProviderContext, call: UpstreamCall, spec: HttpRequestSpec): Promise<UpstreamAnswer> {
+export function callUpstream(context: ProviderContext, call: UpstreamCall, spec: HttpRequestSpec): Promise<UpstreamAnswer> {
   const url = splitUrl(spec.url);
   const pool = context.pools.get(url.origin, { connectMs: call.channel.timeouts.connectMs });
+  const firstByteMs = call.channel.timeouts.firstByteMs;
   // undici's headersTimeout runs on its coarse (~0.5–1 s tick) timers, so a first-byte timeout of a
   // few hundred ms would fire seconds late across failover attempts: short ones get an exact timer
-  // here. Long ones (the default is 60 s) are left to undici, where a tick is noise, and the call
-  // saves a Node timer set and cleared.
-  const controller = new CallAbort();
-  const forwardAbort = () => controller.abort(call.signal.reason);
-  if (call.signal.aborted) forwardAbort();
-  else call.signal.addEventListener('abort', forwardAbort, { once: true });
+  // and an abort handle of their own here. Long ones (the default is 60 s) are left to undici, where
+  // a tick is noise, and the call's own signal goes to undici as it is.
+  let signal = call.signal;
+  let firstByteTimer: NodeJS.Timeout | undefined;
   let timedOut = false;
-  const firstByteMs = call.channel.timeouts.firstByteMs;
-  const firstByteTimer = firstByteMs < EXACT_FIRST_BYTE_BELOW_MS
-    ? setTimeout(() => { timedOut = true; controller.abort(); }, firstByteMs)
-    : undefined;
-  let response;
-  try {
-    response = await pool.request({
+  let forwardAbort: (() => void) | undefined;
+  if (firstByteMs < EXACT_FIRST_BYTE_BELOW_MS) {
+    const controller = new CallAbort();
+    forwardAbort = () => controller.abort(call.signal.reason);
+    if (call.signal.aborted) forwardAbort();
+    else call.signal.addEventListener('abort', forwardAbort, { once: true });
+    firstByteTimer = setTimeout(() => { timedOut = true; controller.abort(); }, firstByteMs);
+    signal = controller.signal;
+  }
+  // undici's callback form: one promise for the call instead of undici's own plus an async frame
+  return new Promise((resolve, reject) => {
+    pool.request({
       method: spec.method,
       path: url.path,
       headers: spec.headers,
       body: spec.body,
-      signal: controller.signal,
-      headersTimeout: call.channel.timeouts.firstByteMs,
+      signal,
+      headersTimeout: firstByteMs,
       bodyTimeout: call.channel.timeouts.idleMs,
+    }, (error, response) => {
+      clearTimeout(firstByteTimer);
+      if (error) {
+        if (forwardAbort) call.signal.removeEventListener('abort', forwardAbort);
+        reject(fromTransportError(timedOut ? { code: 'UND_ERR_HEADERS_TIMEOUT' } : error, call.channel.name));
+        return;
+      }
+      const status = response.statusCode;
+      if (status < 200 || status >= 300) {
+        readBounded(response.body, MAX_ERROR_BODY).catch(() => '')   // the status says enough
+          .then((text) => reject(fromUpstreamStatus(status, text, call.channel.name)));
+        return;
+      }
+      const contentType = response.headers['content-type'];
+      resolve({ status, contentType: Array.isArray(contentType) ? contentType[0] : contentType ?? '', body: response.body });
     });
-  } catch (error) {
-    call.signal.removeEventListener('abort', forwardAbort);
-    throw fromTransportError(timedOut ? { code: 'UND_ERR_HEADERS_TIMEOUT' } : error, call.channel.name);
-  } finally {
-    clearTimeout(firstByteTimer);
-  }
-  if (response.statusCode < 200 || response.statusCode >= 300) {
-    let text = '';
-    try { text = await readBounded(response.body, MAX_ERROR_BODY); } catch { /* the status says enough */ }
-    throw fromUpstreamStatus(response.statusCode, text, call.channel.name);
-  }
-  const contentType = response.headers['content-type'];
-  return { status: response.statusCode, contentType: Array.isArray(contentType) ? contentType[0] : contentType ?? '', body: response.body };
+  });
 }
 
 /**

@@ -84,7 +84,7 @@ export function relayChatCompletions(call: ChatCall): Promise<void> {
 
     if (!info.stream) {
       const { result: bytes, attempt } = await withFailover(context, model, caller.key.group, capable,
-        async (attempt) => await readAnswer(await send(attempt, false), MAX_ANSWER_BYTES, attempt.channel.name), scope.abort.signal);
+        (attempt) => send(attempt, false).then((answer) => readAnswer(answer, MAX_ANSWER_BYTES, attempt.channel.name)), scope.abort.signal);
       let usage = parseUsageFromChatResponse(bytes);
       let source: 'upstream' | 'estimated' = 'upstream';
       let answer: Buffer | string = bytes;

