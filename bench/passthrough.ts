@@ -7,6 +7,7 @@
 import type { Readable } from 'node:stream';
 import { Pool } from 'undici';
 import { loadUws, statusLine } from '../src/http/uws-server';
+import { CallAbort } from '../src/upstream/call-abort';
 
 interface Response {
   writeStatus(status: string): Response;
@@ -52,7 +53,8 @@ export function startPassthrough(options: PassthroughOptions): Promise<Passthrou
     const authorization = request.getHeader('authorization');
     const length = request.getHeader('content-length');
     const hasBody = (length !== '' && length !== '0') || request.getHeader('transfer-encoding') !== '';
-    const controller = new AbortController();
+    // the same light abort handle as Tollgate's upstream calls: an AbortController costs ~3 µs a request
+    const controller = new CallAbort();
     let aborted = false;
     response.onAborted(() => { aborted = true; controller.abort(); });
 
@@ -60,17 +62,19 @@ export function startPassthrough(options: PassthroughOptions): Promise<Passthrou
       const headers: Record<string, string> = {};
       if (contentType) headers['content-type'] = contentType;
       if (authorization) headers.authorization = authorization;
-      pool.request({ method: method as 'POST', path, headers, body, signal: controller.signal })
-        .then((answer) => relay(response, answer.statusCode, answer.headers, answer.body, () => aborted))
-        .catch(() => {
-          if (aborted) return;
-          response.cork(() => { response.writeStatus('502 Bad Gateway').end('upstream error'); });
-        });
+      // undici's callback form, as Tollgate calls it: no promise per request
+      pool.request({ method: method as 'POST', path, headers, body, signal: controller.signal }, (error, answer) => {
+        if (error) {
+          if (!aborted) response.cork(() => { response.writeStatus('502 Bad Gateway').end('upstream error'); });
+          return;
+        }
+        relay(response, answer.statusCode, answer.headers, answer.body, () => aborted);
+      });
     };
     if (!hasBody) { forward(undefined); return; }
     const parts: Buffer[] = [];
     response.onData((chunk, isLast) => {
-      parts.push(Buffer.from(new Uint8Array(chunk.slice(0))));
+      parts.push(Buffer.from(new Uint8Array(chunk)));   // a copy: uWS neuters the chunk on return
       if (isLast) forward(parts.length === 1 ? parts[0] : Buffer.concat(parts));
     });
   });
