@@ -105,11 +105,11 @@ export class Ledger {
     this.idleTimer.unref();
   }
 
-  private lease(map: Map<number, Lease>, id: number, epoch: number): Lease {
+  private lease(map: Map<number, Lease>, id: number, epoch: number, now = Date.now()): Lease {
     let lease = map.get(id);
     // A new epoch (the owner changed the cap): the old slice can no longer be drawn on.
     if (!lease || lease.epoch !== epoch) { lease = new Lease(epoch); map.set(id, lease); }
-    lease.lastUsed = Date.now();
+    lease.lastUsed = now;
     return lease;
   }
 
@@ -125,8 +125,9 @@ export class Ledger {
 
   /** The reservation when the local leases cover it (the usual case, no I/O and no promise); null otherwise. */
   tryReserve(key: KeyRecord, account: AccountRecord, amount: number): Reservation | null {
-    const keyLease = key.unlimited_quota ? null : this.lease(this.keyLeases, key.id, key.epoch);
-    const accountLease = this.lease(this.accountLeases, account.id, account.epoch);
+    const now = Date.now();
+    const keyLease = key.unlimited_quota ? null : this.lease(this.keyLeases, key.id, key.epoch, now);
+    const accountLease = this.lease(this.accountLeases, account.id, account.epoch, now);
     if ((keyLease !== null && keyLease.available < amount) || accountLease.available < amount) return null;
     if (keyLease) keyLease.reserved += amount;
     accountLease.reserved += amount;
@@ -219,10 +220,17 @@ export class Ledger {
     if (keyLease) { keyLease.reserved -= reservation.amount; keyLease.pending += quota; }
     accountLease.reserved -= reservation.amount;
     accountLease.pending += quota;
-    this.charges.push({
-      charge: { keyId: reservation.keyId, keyEpoch: keyLease?.epoch ?? -1, accountId: reservation.accountId, accountEpoch: accountLease.epoch, quota },
-      keyLease, accountLease,
-    });
+    // Calls of the same key on the same leases (the usual run) add up in one queued charge: the
+    // commit and the lease bookkeeping after it apply sums anyway.
+    const last = this.charges.length > 0 ? this.charges[this.charges.length - 1] : undefined;
+    if (last !== undefined && last.keyLease === keyLease && last.accountLease === accountLease && last.charge.keyId === reservation.keyId) {
+      last.charge.quota += quota;
+    } else {
+      this.charges.push({
+        charge: { keyId: reservation.keyId, keyEpoch: keyLease?.epoch ?? -1, accountId: reservation.accountId, accountEpoch: accountLease.epoch, quota },
+        keyLease, accountLease,
+      });
+    }
     this.rows.push(toUsageRow(record));
     if (this.rows.length >= FLUSH_RECORDS) void this.flush();
     else this.flushTimer ??= setTimeout(() => { this.flushTimer = null; void this.flush(); }, this.options.flushMs ?? DEFAULT_FLUSH_MS);
