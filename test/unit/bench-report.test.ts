@@ -1,0 +1,51 @@
+// The benchmark's throughput checks: Tollgate ÷ pass-through per core of CPU used, so a baseline held
+// back by the load generator's core does not make the ratio look better than it is.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { evaluateTargets, type TargetRun } from '../../bench/report';
+import type { LoadResult } from '../../bench/load';
+
+function load(requestsPerSecond: number, serverCpuPercent: number | null, extra: Partial<LoadResult> = {}): LoadResult {
+  const latencyMs = { p50: 1, p90: 1, p99: 1, mean: 1, max: 1, count: 1 };
+  return {
+    connections: 50, durationSeconds: 8, ok: requestsPerSecond * 8, requestsPerSecond, latencyMs, non2xx: 0, errors: 0, timeouts: 0,
+    bytesPerSecond: 0, serverCpuPercent, clientCpuPercent: 30, ...extra,
+  };
+}
+
+function run(id: TargetRun['id'], chat: LoadResult, stream: LoadResult): TargetRun {
+  return { id, label: id, url: 'http://127.0.0.1:1', scenarios: { 'chat-50': chat, 'stream-50': stream }, memory: [] };
+}
+
+function throughputChecks(passthrough: [LoadResult, LoadResult], tollgate: [LoadResult, LoadResult]) {
+  const { checks, notes } = evaluateTargets([
+    run('mock', load(26_000, 60), load(20_000, 60)),
+    run('passthrough', ...passthrough),
+    run('tollgate', ...tollgate),
+  ]);
+  return { chat: checks.find((check) => check.name.startsWith('non-stream throughput'))!, stream: checks.find((check) => check.name.startsWith('stream throughput'))!, notes };
+}
+
+test('a pass-through below its core is compared per core: the raw req/s ratio would pass, the per-core one does not', () => {
+  // raw 19,400 ÷ 22,900 = 84.7%; per core 20,208 ÷ 28,272 = 71.5%
+  const { chat, notes } = throughputChecks([load(22_900, 81), load(15_700, 75)], [load(19_400, 96), load(13_400, 99)]);
+  assert.equal(chat.pass, false);
+  assert.match(chat.measured, /^71\.5% per core/);
+  assert.match(chat.measured, /raw 19,400 ÷ 22,900 req\/s = 84\.7%/);
+  assert.ok(notes.some((note) => note.includes('pass-through used only 81% of its core')));
+});
+
+test('both targets on a full core: per core and raw agree, and a ratio over the target passes', () => {
+  const { chat, stream } = throughputChecks([load(20_000, 100), load(15_000, 100)], [load(17_000, 100), load(12_000, 100)]);
+  assert.equal(chat.pass, true);
+  assert.match(chat.measured, /^85\.0% per core/);
+  assert.equal(stream.pass, true);
+  assert.match(stream.measured, /^80\.0% per core/);
+});
+
+test('without CPU figures the raw ratio is used, and errors fail the check whatever the ratio', () => {
+  const { chat, stream } = throughputChecks([load(20_000, null), load(15_000, null)], [load(19_000, null, { errors: 3 }), load(14_000, null)]);
+  assert.equal(chat.measured, '95.0% (19,000 ÷ 20,000 req/s)');
+  assert.equal(chat.pass, false);
+  assert.equal(stream.pass, true);
+});
