@@ -11,7 +11,7 @@ import { upstreamChatBytes, withUpstreamOptions } from '../formats/openai-chat';
 import { OpenAIStreamTail, parseUsageFromChatResponse, type Usage } from '../formats/openai-stream-tail';
 import type { Exchange } from '../http';
 import { readAnswer } from '../providers/http-call';
-import type { Provider } from '../providers/types';
+import type { Provider, UpstreamAnswer } from '../providers/types';
 import { billedCall } from './billed-call';
 import { withFailover, type Attempt } from './failover';
 import { pipeStream, type PipeOutcome } from './stream-pipe';
@@ -109,19 +109,18 @@ export function relayChatCompletions(call: ChatCall): Promise<void> {
     const tail = new OpenAIStreamTail({ model: model.id });
     let finished: ReturnType<OpenAIStreamTail['finish']> | undefined;
     const finishTail = () => (finished ??= tail.finish((text) => localUsage(body.messages, text)));
-    const { result: outcome } = await withFailover<PipeOutcome>(context, model, caller.key.group, capable, async (attempt) => {
-      const answer = await send(attempt, true);
-      return await pipeStream(exchange, answer.body, {
-        push: (chunk) => tail.push(chunk),
-        finish: () => {
-          const result = finishTail();
-          return result.finishReason === null && !result.sawDone
-            ? openAIErrorEvent({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${attempt.channel.name} ended the stream early` })
-            : result.tail;
-        },
-        fail: (error) => openAIErrorEvent(error),
-      }, scope.abort, attempt.channel.name);
-    }, scope.abort.signal);
+    const pipe = (attempt: Attempt, answer: UpstreamAnswer) => pipeStream(exchange, answer.body, {
+      push: (chunk) => tail.push(chunk),
+      finish: () => {
+        const result = finishTail();
+        return result.finishReason === null && !result.sawDone
+          ? openAIErrorEvent({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${attempt.channel.name} ended the stream early` })
+          : result.tail;
+      },
+      fail: (error) => openAIErrorEvent(error),
+    }, scope.abort, attempt.channel.name);
+    const { result: outcome } = await withFailover<PipeOutcome>(context, model, caller.key.group, capable,
+      (attempt) => send(attempt, true).then((answer) => pipe(attempt, answer)), scope.abort.signal);
     const result = finishTail();
     const endReason = outcome.endReason === 'completed' && !result.sawDone ? 'upstream_truncated' : outcome.endReason;
     bill(result.usage, result.usageSource, outcome.error ? outcome.error.status : 200, endReason, outcome.firstByteAt);

@@ -41,7 +41,7 @@ function run(chunks: Array<string | Buffer>, options: { maxTextBytes?: number; f
   }
   const result = tail.finish(options.fallback);
   const forwardedBytes = Buffer.concat(forwarded);
-  return { forwarded: forwardedBytes, output: Buffer.concat([forwardedBytes, result.tail]), result, textBytes: tail.completionTextBytes() };
+  return { forwarded: forwardedBytes, output: Buffer.concat([forwardedBytes, Buffer.from(result.tail)]), result, textBytes: tail.completionTextBytes() };
 }
 
 function dataEvents(bytes: Buffer): string[] {
@@ -238,7 +238,7 @@ test('firstContentSeen turns true with the first forwarded event; an id is gener
   assert.equal(tail.firstContentSeen, false);
   assert.notEqual(tail.push(Buffer.from(',"finish_reason":null}]}\n\n')), null);
   assert.equal(tail.firstContentSeen, true);
-  const final = JSON.parse(dataEvents(tail.finish().tail)[0]);
+  const final = JSON.parse(dataEvents(Buffer.from(tail.finish().tail))[0]);
   assert.match(final.id, /^chatcmpl-[0-9a-f]{24}$/);
   assert.equal(typeof final.created, 'number');
 });
