@@ -7,13 +7,15 @@ import { resolveModel } from '../relay/permissions';
 import type { RouteHandler } from '../routes';
 import { parseJsonBody } from './request-body';
 
-export const chatCompletions: RouteHandler = async (exchange, _params, context) => {
+export const chatCompletions: RouteHandler = (exchange, _params, context) => {
   const caller = authenticateKey(exchange, context.store);
-  const raw = await exchange.body();
-  const body = parseJsonBody(raw);
-  const info = validateChatRequest(body);
-  const model = resolveModel(context.config, context.models, caller.key, info.model);
-  checkChatRules(model, info);
-  // awaited, not returned: an async function returning a promise pays two more microtask turns
-  await relayChatCompletions({ exchange, context, caller, model, body, raw, info });
+  // a promise chain, not an async function: one frame fewer per call (a throw above is the
+  // dispatcher's to answer, like a rejection)
+  return exchange.body().then((raw) => {
+    const body = parseJsonBody(raw);
+    const info = validateChatRequest(body);
+    const model = resolveModel(context.config, context.models, caller.key, info.model);
+    checkChatRules(model, info);
+    return relayChatCompletions({ exchange, context, caller, model, body, raw, info });
+  });
 };
