@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { request } from 'undici';
 import { childPids, runNode, type ChildProcesses, type Placement } from './processes';
+import { WORKER_V8_FLAGS } from '../src/supervisor';
 
 const ROOT = resolve(__dirname, '..');
 const MOCK_SCRIPT = join(ROOT, 'scripts', 'mock-upstream.js');
@@ -29,8 +30,9 @@ export async function startMock(children: ChildProcesses, placement: Placement, 
 }
 
 export async function startPassthroughProcess(children: ChildProcesses, placement: Placement, upstream: string): Promise<{ url: string; pid: number }> {
+  // the same young-generation size as Tollgate's workers: runtime tuning is not a gateway feature
   const started = await children.start('pass-through', placement.gatewayCpus, PASSTHROUGH_SCRIPT,
-    ['--port', '0', '--upstream', upstream, '--exit-with-stdin'], process.env, urlLine);
+    ['--port', '0', '--upstream', upstream, '--exit-with-stdin'], process.env, urlLine, undefined, [...WORKER_V8_FLAGS]);
   return { url: started.value, pid: started.child.pid! };
 }
 

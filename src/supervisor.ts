@@ -12,6 +12,8 @@ import { startVideoPoller } from './relay/video-poller';
 /** V8 young-generation semi-space of a worker, MiB: starts at MIN (V8 would start at 1 and grow), up to MAX. */
 const WORKER_SEMI_SPACE_MIN_MB = 16;
 const WORKER_SEMI_SPACE_MB = 32;
+/** V8 flags every worker runs with (the benchmark gives its pass-through baseline the same) */
+export const WORKER_V8_FLAGS: readonly string[] = [`--min-semi-space-size=${WORKER_SEMI_SPACE_MIN_MB}`, `--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`];
 
 /** Port 0 means "any free port": pick one here so every worker binds the same one. */
 async function concretePort(host: string, port: number): Promise<number> {
@@ -69,7 +71,7 @@ export async function runSupervisor(config: Config, configPath: string | undefin
   // string inside JSON with every quote escaped and unescaped again.
   cluster.setupPrimary({
     exec: require.resolve('./cli'), args: ['worker'], silent: false, serialization: 'advanced',
-    execArgv: [...process.execArgv, `--min-semi-space-size=${WORKER_SEMI_SPACE_MIN_MB}`, `--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`],
+    execArgv: [...process.execArgv, ...WORKER_V8_FLAGS],
   });
   cluster.on('exit', (worker, code, signal) => {
     const workerId = workerIds.get(worker.id);
