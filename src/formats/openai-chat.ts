@@ -225,11 +225,13 @@ const INCLUDE_USAGE = Buffer.from('{"stream_options":{"include_usage":true},');
 
 /**
  * The bytes to send upstream. When the gateway changes nothing (same model name, no default
- * max_tokens) the client's own bytes go as they are; a stream without stream_options gets
- * `include_usage` spliced in front. Anything else is `upstreamBody` (from withUpstreamOptions) serialized.
+ * max_tokens, and for a stream the client already asked for `include_usage`) the client's own bytes
+ * go as they are; a stream without stream_options gets `include_usage` spliced in front. Anything
+ * else is `upstreamBody` (from withUpstreamOptions) serialized.
  */
 export function upstreamChatBytes(raw: Buffer, body: Record<string, unknown>, upstreamBody: Record<string, unknown>, options: UpstreamOptions): Buffer | string {
-  const untouched = body.model === options.model && body.stream_options === undefined
+  const asksUsage = options.stream && isObject(body.stream_options) && body.stream_options.include_usage === true;
+  const untouched = body.model === options.model && (body.stream_options === undefined || asksUsage)
     && (options.maxTokensDefault === undefined || body.max_tokens != null || body.max_completion_tokens != null);
   if (untouched) {
     let start = 0;
@@ -237,6 +239,7 @@ export function upstreamChatBytes(raw: Buffer, body: Record<string, unknown>, up
     if (raw[start] === 0x7b /* { */) {
       if (!options.stream && body.stream !== true) return raw;
       if (options.stream && body.stream === true) {
+        if (asksUsage) return raw;
         let next = start + 1;
         while (next < raw.length && (raw[next] === 0x20 || raw[next] === 0x0a || raw[next] === 0x0d || raw[next] === 0x09)) next += 1;
         // `{}` cannot be a valid chat request, so a member always follows and the comma is right

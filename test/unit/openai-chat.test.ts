@@ -163,6 +163,14 @@ describe('upstreamChatBytes', () => {
     assert.deepEqual(out, { ...body, stream_options: { include_usage: true } });
   });
 
+  test('a stream that already asks for include_usage goes as the client sent it (same buffer)', () => {
+    const body = { model: 'm', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hi' }] };
+    const raw = bytesOf(body);
+    assert.equal(send(body, { model: 'm', stream: true }, raw), raw);
+    // the same request to a mapped model name is rewritten
+    assert.equal(JSON.parse(send(body, { model: 'upstream-m', stream: true }, raw).toString()).model, 'upstream-m');
+  });
+
   test('a mapped model, existing stream_options or a default max_tokens re-serialize the body', () => {
     const base = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
     assert.equal(JSON.parse(send(base, { model: 'upstream-m', stream: false }).toString()).model, 'upstream-m');
