@@ -184,6 +184,7 @@ async function compare(options: Options, placement: Placement, children: ChildPr
     await children.stop(tollgate.supervisorPid);
     const targets = [direct, baseline, full];
     notes.push('Tollgate: supervisor + 1 worker (TOLLGATE_WORKERS=1), fresh data dir, full path (auth, validation, reserve, relay, settle, usage record)');
+    notes.push('mock upstream: the real mock\'s chat answers (scripts/mock-upstream), recorded at start and served from memory by uWS (bench/fast-mock.ts), so the mock and the load generator leave the baseline room to saturate its core');
     notes.push(`pass-through: the same plumbing as Tollgate where it is not a gateway feature: the same light abort handle, undici's callback form, and the workers' V8 flags (${WORKER_V8_FLAGS.join(' ')})`);
     notes.push('scenarios run interleaved: each scenario against (a), (b), (c) in turn; the pass-through and Tollgate both stay up, only one is loaded at a time');
     notes.push('target CPU: CPU time of the target\'s processes during the measured seconds (100% = one core; the gateway has one core); '

@@ -9,7 +9,8 @@ import { childPids, runNode, type ChildProcesses, type Placement } from './proce
 import { WORKER_V8_FLAGS } from '../src/supervisor';
 
 const ROOT = resolve(__dirname, '..');
-const MOCK_SCRIPT = join(ROOT, 'scripts', 'mock-upstream.js');
+/** the benchmark's upstream: the real mock's answers served from memory (see fast-mock.ts) */
+const MOCK_SCRIPT = join(ROOT, 'bench', 'fast-mock.js');
 const PASSTHROUGH_SCRIPT = join(ROOT, 'bench', 'passthrough.js');
 const CLI_SCRIPT = join(ROOT, 'src', 'cli.js');
 export const BENCH_MODEL = 'bench-model';
@@ -25,7 +26,7 @@ function urlLine(line: string): string | undefined {
 
 export async function startMock(children: ChildProcesses, placement: Placement, chunks: number): Promise<{ url: string; pid: number }> {
   const started = await children.start('mock upstream', placement.clientCpus, MOCK_SCRIPT,
-    ['--port', '0', '--no-record', '--chunks', String(chunks)], process.env, urlLine);
+    ['--port', '0', '--chunks', String(chunks), '--exit-with-stdin'], process.env, urlLine);
   return { url: started.value, pid: started.child.pid! };
 }
 
