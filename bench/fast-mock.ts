@@ -13,22 +13,6 @@ import { request } from 'undici';
 import { startMockUpstream } from '../scripts/mock-upstream';
 import { loadUws } from '../src/http/uws-server';
 
-interface Response {
-  writeStatus(status: string): Response;
-  writeHeader(key: string, value: string): Response;
-  write(chunk: Uint8Array): boolean;
-  end(body?: Uint8Array | string): Response;
-  cork(callback: () => void): Response;
-  onAborted(handler: () => void): Response;
-  onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): Response;
-}
-interface Request { getMethod(): string; getUrl(): string }
-interface App {
-  any(pattern: string, handler: (response: Response, request: Request) => void): App;
-  listen(host: string, port: number, callback: (socket: unknown) => void): App;
-}
-interface Uws { App(): App; us_socket_local_port(socket: unknown): number; us_listen_socket_close(socket: unknown): void }
-
 export interface RecordedAnswer { contentType: string; bytes: Buffer }
 export interface FastMock { url: string; answers: { plain: RecordedAnswer; stream: RecordedAnswer }; close(): void }
 
@@ -56,7 +40,7 @@ export async function startFastMock(options: { host?: string; port?: number; chu
   } finally {
     await real.close();
   }
-  const uws = loadUws(16 * 1024) as unknown as Uws;
+  const uws = loadUws(16 * 1024);
   const host = options.host ?? '127.0.0.1';
   const app = uws.App().any('/*', (response, request) => {
     const found = request.getMethod().toUpperCase() === 'POST' && request.getUrl().endsWith('/chat/completions');

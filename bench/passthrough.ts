@@ -6,30 +6,8 @@
 // CLI: node dist/bench/passthrough.js --port N --upstream URL [--exit-with-stdin]   → prints {"url":"http://127.0.0.1:PORT"}
 import type { Readable } from 'node:stream';
 import { Pool } from 'undici';
-import { loadUws, statusLine } from '../src/http/uws-server';
+import { loadUws, statusLine, type UwsResponse } from '../src/http/uws-server';
 import { CallAbort } from '../src/upstream/call-abort';
-
-interface Response {
-  writeStatus(status: string): Response;
-  writeHeader(key: string, value: string): Response;
-  write(chunk: Uint8Array): boolean;
-  end(body?: Uint8Array | string): Response;
-  cork(callback: () => void): Response;
-  onWritable(handler: (offset: number) => boolean): Response;
-  onAborted(handler: () => void): Response;
-  onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): Response;
-}
-interface Request {
-  getMethod(): string;
-  getUrl(): string;
-  getQuery(): string | undefined;
-  getHeader(name: string): string;
-}
-interface App {
-  any(pattern: string, handler: (response: Response, request: Request) => void): App;
-  listen(host: string, port: number, callback: (socket: unknown) => void): App;
-}
-interface Uws { App(): App; us_socket_local_port(socket: unknown): number; us_listen_socket_close(socket: unknown): void }
 
 const EMPTY = Buffer.alloc(0);
 
@@ -38,7 +16,7 @@ export interface PassthroughOptions { host?: string; port?: number; upstream: st
 export interface Passthrough { url: string; close(): Promise<void> }
 
 export function startPassthrough(options: PassthroughOptions): Promise<Passthrough> {
-  const uws = loadUws(16 * 1024) as unknown as Uws;
+  const uws = loadUws(16 * 1024);
   const upstream = new URL(options.upstream);
   const pool = new Pool(upstream.origin, { connections: 256, pipelining: 1, keepAliveTimeout: 30_000 });
   const basePath = upstream.pathname.replace(/\/$/, '');
@@ -91,7 +69,7 @@ export function startPassthrough(options: PassthroughOptions): Promise<Passthrou
   });
 }
 
-function relay(response: Response, status: number, headers: Record<string, string | string[] | undefined>,
+function relay(response: UwsResponse, status: number, headers: Record<string, string | string[] | undefined>,
   body: Readable, isAborted: () => boolean): void {
   const contentType = headers['content-type'];
   const type = Array.isArray(contentType) ? contentType[0] : contentType;

@@ -6,8 +6,9 @@ import { join, dirname } from 'node:path';
 import { BodyCollector, bodyErrors, ExchangeLifecycle, NO_BODY, runHandler } from './exchange-common';
 import type { Exchange, Headers, HttpServer, ServerOptions } from './types';
 
-// Minimal local view of the native module (its package's typings resolve to a JS fallback entry).
-interface UwsResponse {
+// Minimal local view of the native module (its package's typings resolve to a JS fallback entry);
+// exported for the benchmark's own uWS servers (bench/passthrough.ts, bench/fast-mock.ts).
+export interface UwsResponse {
   writeStatus(status: string): UwsResponse;
   writeHeader(key: string, value: string): UwsResponse;
   write(chunk: string | Uint8Array): boolean;
@@ -21,13 +22,14 @@ interface UwsResponse {
   onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): UwsResponse;
   getRemoteAddressAsText(): ArrayBuffer;
 }
-interface UwsRequest {
+export interface UwsRequest {
   getMethod(): string;
+  getHeader(name: string): string;
   getUrl(): string;
   getQuery(): string | undefined;
   forEach(callback: (key: string, value: string) => void): void;
 }
-interface UwsApp {
+export interface UwsApp {
   any(pattern: string, handler: (response: UwsResponse, request: UwsRequest) => void): UwsApp;
   listen(host: string, port: number, callback: (socket: unknown) => void): UwsApp;
   close?(): void;

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startFastMock, type FastMock } from '../../bench/fast-mock';
+import { sseEvents } from './chat-harness';
 
 let mock: FastMock;
 before(async () => { mock = await startFastMock({ port: 0, chunks: 4 }); });
@@ -26,12 +27,12 @@ test('a stream request gets the recorded event stream: the content chunks, a usa
   const response = await post('/v1/chat/completions', { model: 'bench-model', stream: true, messages: [{ role: 'user', content: 'hi' }] });
   assert.equal(response.status, 200);
   assert.match(response.headers.get('content-type') ?? '', /text\/event-stream/);
-  const events = (await response.text()).split('\n\n').filter((event) => event.startsWith('data: '));
-  assert.equal(events.at(-1), 'data: [DONE]');
-  const chunks = events.slice(0, -1).map((event) => JSON.parse(event.slice(6)) as { choices: { delta?: { content?: string } }[]; usage?: unknown });
-  assert.equal(chunks.filter((chunk) => chunk.choices[0]?.delta?.content).length, 4);
-  assert.ok(chunks.at(-1)!.usage);
-  assert.deepEqual(Buffer.from(events.join('\n\n') + '\n\n'), mock.answers.stream.bytes);
+  const text = await response.text();
+  assert.deepEqual(Buffer.from(text), mock.answers.stream.bytes);
+  const events = sseEvents(text);
+  assert.equal(events.at(-1)!.data, '[DONE]');
+  assert.equal(events.filter((event) => event.json?.choices[0]?.delta?.content).length, 4);
+  assert.ok(events.at(-2)!.json.usage);
 });
 
 test('anything but chat completions is a 404', async () => {

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startPassthrough, type Passthrough } from '../../bench/passthrough';
 import { startMockUpstream, type MockUpstream } from '../../scripts/mock-upstream';
-import { eventually } from './chat-harness';
+import { eventually, sseEvents } from './chat-harness';
 
 const HELLO = [{ role: 'user', content: 'hello there' }];
 let mock: MockUpstream;
@@ -49,11 +49,10 @@ test('a stream is relayed event by event and ends with [DONE]', async () => {
   const response = await chat(proxy.url, { model: 'm', messages: HELLO, stream: true, stream_options: { include_usage: true } });
   assert.equal(response.status, 200);
   assert.match(response.headers.get('content-type') ?? '', /text\/event-stream/);
-  const events = (await response.text()).split('\n\n').filter((event) => event.startsWith('data: '));
-  assert.equal(events.at(-1), 'data: [DONE]');
-  const chunks = events.slice(0, -1).map((event) => JSON.parse(event.slice(6)) as { choices: { delta?: { content?: string } }[]; usage?: unknown });
-  assert.equal(chunks.filter((chunk) => chunk.choices[0]?.delta?.content).length, 5);
-  assert.ok(chunks.at(-1)!.usage, 'the usage chunk is passed on');
+  const events = sseEvents(await response.text());
+  assert.equal(events.at(-1)!.data, '[DONE]');
+  assert.equal(events.filter((event) => event.json?.choices[0]?.delta?.content).length, 5);
+  assert.ok(events.at(-2)!.json.usage, 'the usage chunk is passed on');
 });
 
 test('the client leaving mid-stream aborts the upstream request', async () => {
