@@ -1,11 +1,11 @@
 // The supervisor <-> worker message protocol (cluster IPC). Workers hand billing batches to the
-// supervisor, the single writer of charges and usage records, which commits them in arrival order
-// and acknowledges; a worker short of quota asks, through the supervisor, the other workers to give
+// supervisor, whose ledger writer thread is the single writer of charges and usage records; it
+// commits them in arrival order and the supervisor acknowledges; a worker short of quota asks, through the supervisor, the other workers to give
 // back the unused part of their leases.
 import cluster, { type Worker } from 'node:cluster';
 import type { CommitBatch } from './billing/ledger';
 import type { Logger } from './log';
-import type { Charge, Store, UsageGroup } from './store';
+import type { Charge, LedgerWriter, UsageGroup } from './store';
 
 export type WorkerMessage =
   | { type: 'listening'; port: number; front: string }
@@ -25,7 +25,7 @@ const RECLAIM_WAIT_MS = 250;
  * The supervisor's side: returns a function that handles the protocol messages of a worker and
  * says whether it did (other messages are the caller's).
  */
-export function workerMessageServer(store: Store, log: Logger): (worker: Worker, message: WorkerMessage) => boolean {
+export function workerMessageServer(writer: Pick<LedgerWriter, 'commit'>, log: Logger): (worker: Worker, message: WorkerMessage) => boolean {
   let reclaimSequence = 0;
   const returned = new Map<number, () => void>();
   const reply = (worker: Worker, message: SupervisorMessage) => { if (worker.isConnected()) worker.send(message, () => undefined); };
@@ -44,15 +44,14 @@ export function workerMessageServer(store: Store, log: Logger): (worker: Worker,
   return (worker, message) => {
     switch (message?.type) {
       case 'commit':
-        // Each batch is committed at once, synchronously, as it arrives: a worker's batches in their
-        // order, and all of them before the reaping of its leases when it dies.
-        try {
-          store.ledger.commitSync(message.workerId, message.charges, message.usage);
-          reply(worker, { type: 'committed', id: message.id });
-        } catch (error) {
-          log.error({ err: error, worker: message.workerId }, 'committing a billing batch failed');
-          reply(worker, { type: 'committed', id: message.id, error: (error as Error).message });
-        }
+        // Handed to the writer thread as it arrives: a worker's batches are committed in their order,
+        // and all of them before the reaping of its leases when it dies (also queued on that thread).
+        writer.commit(message.workerId, message.charges, message.usage).then(
+          () => reply(worker, { type: 'committed', id: message.id }),
+          (error: unknown) => {
+            log.error({ err: error, worker: message.workerId }, 'committing a billing batch failed');
+            reply(worker, { type: 'committed', id: message.id, error: (error as Error).message });
+          });
         return true;
       case 'reclaim':
         void reclaimFor(worker, message);

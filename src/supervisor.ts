@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import type { Config } from './config';
 import { createLogger, type Logger } from './log';
 import { bootstrapAdmin, startGateway } from './main';
-import { Store } from './store';
+import { LedgerWriter, Store } from './store';
 import { supervisorLink, workerMessageServer, type WorkerMessage } from './supervisor-link';
 import { startVideoPoller } from './relay/video-poller';
 
@@ -34,7 +34,13 @@ export async function runSupervisor(config: Config, configPath: string | undefin
   const store = Store.open(config.dataDir);
   await bootstrapAdmin(store, config, log);
   const port = await concretePort(config.listen.host, config.listen.port);
-  const jobs = await startBackgroundJobs(store, config, log);
+  let stop: (signal: string) => Promise<void> = async () => undefined;
+  const { writer, nice } = await LedgerWriter.start(config.dataDir, {
+    onRestart: (error) => log.error({ err: error }, 'the ledger writer thread crashed; a new one took over'),
+    onFatal: (error) => { log.fatal({ err: error }, 'the ledger writer thread keeps crashing; stopping'); void stop('ledger writer'); },
+  });
+  log.debug({ nice }, 'ledger writer thread started');
+  const jobs = await startBackgroundJobs(store, writer, config, log);
 
   let stopping = false;
   const restarts: number[] = [];
@@ -44,7 +50,7 @@ export async function runSupervisor(config: Config, configPath: string | undefin
   let announced = false;
   /** workers that reported listening; the start is announced once all of the first ones have */
   const listening = new Set<number>();
-  const serveWorker = workerMessageServer(store, log);
+  const serveWorker = workerMessageServer(writer, log);
   let forked = 0;
   const workerIds = new Map<number, string>();
   const fork = (): Worker => {
@@ -89,7 +95,7 @@ export async function runSupervisor(config: Config, configPath: string | undefin
   });
   for (let index = 0; index < config.workers; index += 1) fork();
 
-  const stop = async (signal: string) => {
+  stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'draining workers');
@@ -105,6 +111,7 @@ export async function runSupervisor(config: Config, configPath: string | undefin
     await Promise.all(exited);
     clearTimeout(hardDeadline);
     await jobs.stop();
+    await writer.close();
     await store.close();
     log.info('stopped');
     process.exit(0);
@@ -116,7 +123,7 @@ export async function runSupervisor(config: Config, configPath: string | undefin
 /** Singleton jobs of the supervisor: the lease reaper (and, with video tasks, the task poller). */
 interface BackgroundJobs { workerExited(workerId: string): void; stop(): Promise<void> }
 
-async function startBackgroundJobs(store: Store, config: Config, log: Logger): Promise<BackgroundJobs> {
+async function startBackgroundJobs(store: Store, writer: LedgerWriter, config: Config, log: Logger): Promise<BackgroundJobs> {
   // No worker runs yet: every lease and concurrency slot on record belongs to a previous run.
   const reaped = await store.ledger.reap();
   store.counters.clearPrefix('slot:');
@@ -126,7 +133,8 @@ async function startBackgroundJobs(store: Store, config: Config, log: Logger): P
     workerExited(workerId) {
       // Quota a dead worker had leased (its open reservations included) goes back to keys and accounts.
       store.counters.dropWorkerSlots(workerId);
-      store.ledger.reap(workerId)
+      // on the writer thread, after the batches the worker handed over before it died
+      writer.reap(workerId)
         .then((count) => { if (count > 0) log.warn({ worker: workerId, leases: count }, 'refunded the leases of a dead worker'); })
         .catch((error: unknown) => log.error({ err: error }, 'reaping leases failed'));
     },

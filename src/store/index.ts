@@ -12,6 +12,7 @@ export { packUsageRows, toUsageRow } from './records';
 export type { KeyPage } from './keys';
 export type { WindowHit } from './counters';
 export type { Charge, LeaseAsk, LeaseGrant, LeaseShortfall } from './ledger';
+export { LedgerWriter, LEDGER_WRITER_NICE } from './ledger-writer';
 export type { UsageFilter } from './usage';
 export type { StoredVideoTask, TaskRefund } from './tasks';
 

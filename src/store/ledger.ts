@@ -139,8 +139,8 @@ export class LedgerStore {
   }
 
   /**
-   * The same commit, synchronous: for the supervisor, which has no requests to answer and writes a
-   * batch as it arrives. It blocks its own event loop for the commit and saves the hand-offs to and
+   * The same commit, synchronous: for the supervisor's ledger writer thread, which has no requests
+   * to answer and writes a batch as it arrives. It blocks its own event loop for the commit and saves the hand-offs to and
    * from lmdb's write thread (measured ~0.2 µs CPU per usage record at 40 batches/s). Throws on failure.
    */
   commitSync(workerId: string, charges: Charge[], usageGroups: UsageGroup[]): void {
@@ -215,8 +215,17 @@ export class LedgerStore {
 
   /** Returns every lease of a worker that is gone (or of every worker, at supervisor start). */
   async reap(workerId?: string): Promise<number> {
+    return this.databases.root.transaction(this.leaseReaper(workerId));
+  }
+
+  /** The same, synchronous: for the supervisor's ledger writer thread, after that worker's batches. */
+  reapSync(workerId?: string): number {
+    return this.databases.root.transactionSync(this.leaseReaper(workerId));
+  }
+
+  private leaseReaper(workerId: string | undefined): () => number {
     const { leaseIndex, keys, accounts } = this.databases;
-    return this.databases.root.transaction(() => {
+    return () => {
       let reaped = 0;
       const range = workerId === undefined ? {} : { start: [workerId, '', 0] as [string, string, number], end: [workerId, '\uffff', 1e15] as [string, string, number] };
       for (const indexKey of [...leaseIndex.getKeys(range)]) {
@@ -232,6 +241,6 @@ export class LedgerStore {
         leaseIndex.removeSync(indexKey);
       }
       return reaped;
-    });
+    };
   }
 }

@@ -3,12 +3,13 @@
 // worker, a draining SIGTERM.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { rmSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { EMBEDDED_CONFIG } from '../../src/config';
+import { LEDGER_WRITER_NICE } from '../../src/store';
 import {
   call, cliJson, FRONTS, parseRawAnswer, REPO_ROOT, startSupervisor, tempDir, waitFor, type SupervisedGateway,
 } from '../helpers/gateway';
@@ -199,7 +200,34 @@ describe('runtime: supervisor, workers, store and CLI', () => {
     const listed = await call(gateway.url, 'GET', '/api/token/', { token: firstAdminToken });
     assert.equal(listed.json.success, true);
   });
+
+  test('the ledger writer runs on a supervisor thread at nice 10; the main thread and every worker (the replacement too) at 0', {
+    skip: process.platform !== 'linux' && 'per-thread priorities are read from /proc',
+  }, async () => {
+    assert.ok(gateway);
+    const supervisor = gateway.child.pid!;
+    const supervisorThreads = threadNiceness(supervisor);
+    assert.equal(Number(statFields(`/proc/${supervisor}/stat`)[16]), 0, 'the supervisor main thread, which forks the workers');
+    assert.ok(supervisorThreads.includes(LEDGER_WRITER_NICE), `supervisor threads: ${supervisorThreads.join(',')}`);
+    assert.ok(supervisorThreads.every((nice) => nice === 0 || nice === LEDGER_WRITER_NICE), `supervisor threads: ${supervisorThreads.join(',')}`);
+    const workers = await workerPids(gateway.url, 2);
+    for (const pid of workers) {
+      assert.equal(statFields(`/proc/${pid}/stat`)[1], String(supervisor), 'a worker of this supervisor');
+      assert.deepEqual([...new Set(threadNiceness(pid))], [0], `worker ${pid}`);
+    }
+  });
 });
+
+/** The nice value of every thread of a process (field 19 of /proc/PID/task/TID/stat). */
+function threadNiceness(pid: number): number[] {
+  return readdirSync(`/proc/${pid}/task`).map((tid) => Number(statFields(`/proc/${pid}/task/${tid}/stat`)[16]));
+}
+
+/** The fields of a /proc stat file after the command name: [state, ppid, …]. */
+function statFields(path: string): string[] {
+  const stat = readFileSync(path, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
 
 describe('runtime: SIGTERM drains in-flight requests', () => {
   for (const front of FRONTS) {

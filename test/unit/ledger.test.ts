@@ -8,7 +8,7 @@ import { apiKeyDigest, generateApiKey, loadMasterKey, maskKey, seal } from '../.
 import { Ledger } from '../../src/billing/ledger';
 import { KEY_DEFAULTS } from '../../src/formats/token-fields';
 import { createLogger } from '../../src/log';
-import { Store, type KeyRecord, type UsageRecord } from '../../src/store';
+import { LEDGER_WRITER_NICE, LedgerWriter, Store, type KeyRecord, type UsageRecord } from '../../src/store';
 import { tempDir } from '../helpers/gateway';
 
 let dataDir: string;
@@ -178,6 +178,34 @@ test('a dead worker: reap returns its leases (open reservations included)', asyn
   assert.equal(after.key.leased, 0);
   assert.equal(after.account.leased, 0);
   assert.equal(after.key.remain_quota + after.key.used_quota, 5000);
+});
+
+test('through the supervisor\'s ledger writer thread: batches committed in order, then the dead worker reaped after them', async () => {
+  const ids = await setup(100_000, { remain_quota: 5000 });
+  const { writer, nice } = await LedgerWriter.start(dataDir);
+  if (process.platform === 'linux') assert.equal(nice, LEDGER_WRITER_NICE);
+  try {
+    const worker = new Ledger(store, 'thread-worker', log,
+      { flushMs: 1, idleReturnMs: 60_000, commit: (charges, usage) => writer.commit('thread-worker', charges, usage) });
+    await worker.reserve(fresh(ids).key, fresh(ids).account, 400); // still open when the worker "dies"
+    for (const quota of [50, 51, 52]) {
+      worker.settle(await worker.reserve(fresh(ids).key, fresh(ids).account, 100), quota, record(ids, quota));
+      void worker.flush(); // three batches handed over back to back
+    }
+    await worker.flush();
+    assert.equal(fresh(ids).key.used_quota, 153);
+    assert.equal(fresh(ids).account.balance, 100_000 - 153);
+    assert.deepEqual(store.usage.sumForKey(ids.accountId, ids.keyId), { quota: 153, count: 3 });
+    assert.ok(fresh(ids).key.leased > 0, 'the worker still holds a lease');
+    assert.ok(await writer.reap('thread-worker') >= 2);
+    const after = fresh(ids);
+    assert.equal(after.key.leased, 0);
+    assert.equal(after.account.leased, 0);
+    assert.equal(after.key.remain_quota + after.key.used_quota, 5000);
+  } finally {
+    await writer.close();
+  }
+  await assert.rejects(writer.commit('thread-worker', [], []), /closed/);
 });
 
 test('quota held in another worker\'s lease is reclaimed for a request that needs it', async () => {
