@@ -143,7 +143,9 @@ export function evaluateTargets(targets: TargetRun[]): { checks: Check[]; notes:
   if (tollgate.firstByte && mock.firstByte) {
     const p50 = tollgate.firstByte.p50 - mock.firstByte.p50;
     checks.push({
-      name: 'stream: added time to first byte (p50) over the mock', measured: `${ms(p50)} ms (p99 ${ms(tollgate.firstByte.p99 - mock.firstByte.p99)} ms)`,
+      name: 'stream: added time to first byte (p50) over the mock',
+      // the p99s side by side, not subtracted: over 2,000 samples the mock's own p99 is mostly noise
+      measured: `${ms(p50)} ms (p99: Tollgate ${ms(tollgate.firstByte.p99)} ms, mock ${ms(mock.firstByte.p99)} ms)`,
       target: '≤ 0.5 ms', pass: p50 <= 0.5 && tollgate.firstByte.bad === 0,
     });
     if (baseline.firstByte) notes.push(`stream: the pass-through adds ${ms(baseline.firstByte.p50 - mock.firstByte.p50)} ms to the first byte (p50)`);

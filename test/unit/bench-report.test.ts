@@ -49,3 +49,20 @@ test('without CPU figures the raw ratio is used, and errors fail the check whate
   assert.equal(chat.pass, false);
   assert.equal(stream.pass, true);
 });
+
+test('first byte: the added p50 is checked; the p99s are shown side by side, not subtracted (the mock\'s own p99 is noisy)', () => {
+  const firstByte = (p50: number, p99: number, bad = 0) => ({ p50, p90: p50, p99, mean: p50, max: p99, count: 2000, bad });
+  const targets = (tollgateBad: number) => {
+    const mock = run('mock', load(26_000, 60), load(20_000, 60));
+    const baseline = run('passthrough', load(20_000, 100), load(15_000, 100));
+    const tollgate = run('tollgate', load(17_000, 100), load(12_000, 100));
+    mock.firstByte = firstByte(0.05, 2.6);
+    baseline.firstByte = firstByte(0.3, 1.9);
+    tollgate.firstByte = firstByte(0.35, 2.2, tollgateBad);
+    return evaluateTargets([mock, baseline, tollgate]).checks.find((check) => check.name.startsWith('stream: added time to first byte'))!;
+  };
+  const check = targets(0);
+  assert.equal(check.measured, '0.300 ms (p99: Tollgate 2.200 ms, mock 2.600 ms)');
+  assert.equal(check.pass, true);
+  assert.equal(targets(1).pass, false, 'a bad answer fails the check whatever the latency');
+});
