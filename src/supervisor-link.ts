@@ -1,7 +1,7 @@
 // The supervisor <-> worker message protocol (cluster IPC). Workers hand billing batches to the
-// supervisor, whose ledger writer thread is the single writer of charges and usage records; it
-// commits them in arrival order and the supervisor acknowledges; a worker short of quota asks, through the supervisor, the other workers to give
-// back the unused part of their leases.
+// supervisor, whose ledger writer thread (the single writer of charges and usage records) commits
+// them in arrival order; the supervisor acknowledges each. A worker short of quota asks, through the
+// supervisor, the other workers to give back the unused part of their leases.
 import cluster, { type Worker } from 'node:cluster';
 import type { CommitBatch } from './billing/ledger';
 import type { Logger } from './log';

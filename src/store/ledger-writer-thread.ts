@@ -34,6 +34,8 @@ port.on('message', (request: WriterRequest) => {
         store.close().then(() => reply({ type: 'done', id: request.id }),
           (error: unknown) => reply({ type: 'done', id: request.id, error: (error as Error).message }));
         return;
+      default:
+        reply({ type: 'done', id: (request as { id: number }).id, error: 'unknown ledger writer request' });
     }
   } catch (error) {
     reply({ type: 'done', id: request.id, error: (error as Error).message });
