@@ -125,7 +125,7 @@ interface BackgroundJobs { workerExited(workerId: string): void; stop(): Promise
 
 async function startBackgroundJobs(store: Store, writer: LedgerWriter, config: Config, log: Logger): Promise<BackgroundJobs> {
   // No worker runs yet: every lease and concurrency slot on record belongs to a previous run.
-  const reaped = await store.ledger.reap();
+  const reaped = await writer.reap();
   store.counters.clearPrefix('slot:');
   if (reaped > 0) log.info({ reaped }, 'returned quota leases of a previous run');
   const videoPoller = startVideoPoller(store, config, log);

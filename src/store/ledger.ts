@@ -214,19 +214,13 @@ export class LedgerStore {
     });
   }
 
-  /** Returns every lease of a worker that is gone (or of every worker, at supervisor start). */
-  async reap(workerId?: string): Promise<number> {
-    return this.databases.root.transaction(this.leaseReaper(workerId));
-  }
-
-  /** The same, synchronous: for the supervisor's ledger writer thread, after that worker's batches. */
+  /**
+   * Returns every lease of a worker that is gone (or of every worker, at supervisor start), in one
+   * synchronous transaction: the supervisor's ledger writer thread runs it after that worker's batches.
+   */
   reapSync(workerId?: string): number {
-    return this.databases.root.transactionSync(this.leaseReaper(workerId));
-  }
-
-  private leaseReaper(workerId: string | undefined): () => number {
     const { leaseIndex, keys, accounts } = this.databases;
-    return () => {
+    return this.databases.root.transactionSync(() => {
       let reaped = 0;
       const range = workerId === undefined ? {} : { start: [workerId, '', 0] as [string, string, number], end: [workerId, '\uffff', 1e15] as [string, string, number] };
       for (const indexKey of [...leaseIndex.getKeys(range)]) {
@@ -242,6 +236,6 @@ export class LedgerStore {
         leaseIndex.removeSync(indexKey);
       }
       return reaped;
-    };
+    });
   }
 }

@@ -169,7 +169,7 @@ test('a dead worker: reap returns its leases (open reservations included)', asyn
   await other.whenIdle();
   const otherLease = fresh(ids).key.leases.alive;
   assert.ok(otherLease >= 100);
-  assert.ok(await store.ledger.reap('dead-worker') >= 2);
+  assert.ok(store.ledger.reapSync('dead-worker') >= 2);
   assert.equal(fresh(ids).key.leases['dead-worker'], undefined);
   assert.equal(fresh(ids).key.leased, otherLease, 'only the dead worker lost its lease');
   other.settle(kept, 100, record(ids, 100));
