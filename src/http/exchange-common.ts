@@ -17,18 +17,25 @@ export const bodyErrors = {
   unreadable: () => new GatewayError({ status: 400, type: 'invalid_request_error', code: 'bad_request', message: 'request body could not be read' }),
 };
 
+/** What the sweep keeps: a deadline, and the slot the sweep gave it (-1 when it holds none). */
+interface Deadline { readonly deadline: number; sweepSlot: number; expire(): void }
+
 /**
  * Body deadlines, checked by one sweep instead of a timer per request (a Node timer set and cleared
  * per request cost ~0.5 µs). The sweep runs every tenth of the shortest timeout in use (50 ms to
  * 1 s), so a slow body is refused at most that much late; it runs only while bodies are pending.
+ * Pending bodies sit in an array, each knowing its slot: adding and removing one is O(1) and
+ * allocates nothing (a Set grew and shrank its table with the load, ~0.3 µs a request).
  */
 class DeadlineSweep {
-  private readonly pending = new Set<BodyCollector>();
+  private readonly pending: Deadline[] = [];
   private timer: NodeJS.Timeout | null = null;
   private periodMs = 1_000;
 
-  add(collector: BodyCollector, timeoutMs: number): void {
-    this.pending.add(collector);
+  add(entry: Deadline, timeoutMs: number): void {
+    if (entry.sweepSlot !== -1) return;
+    entry.sweepSlot = this.pending.length;
+    this.pending.push(entry);
     const period = Math.min(1_000, Math.max(50, Math.floor(timeoutMs / 10)));
     if (this.timer !== null && period >= this.periodMs) return;
     if (this.timer !== null) clearInterval(this.timer);
@@ -37,27 +44,37 @@ class DeadlineSweep {
     this.timer.unref();
   }
 
-  delete(collector: BodyCollector): void {
-    this.pending.delete(collector);
+  delete(entry: Deadline): void {
+    const slot = entry.sweepSlot;
+    if (slot === -1) return;
+    entry.sweepSlot = -1;
+    const last = this.pending.pop()!;
+    if (last !== entry) { this.pending[slot] = last; last.sweepSlot = slot; }
   }
 
   private sweep(): void {
-    if (this.pending.size === 0) {
+    if (this.pending.length === 0) {
       clearInterval(this.timer!);
       this.timer = null;
       this.periodMs = 1_000;
       return;
     }
     const now = Date.now();
-    for (const collector of this.pending) if (collector.deadline <= now) collector.expire();
+    // from the end: an expired entry leaves its slot to the last one, which was already looked at
+    for (let slot = this.pending.length - 1; slot >= 0; slot -= 1) {
+      const entry = this.pending[slot];
+      if (entry !== undefined && entry.deadline <= now) entry.expire();
+    }
   }
 }
 
 const deadlines = new DeadlineSweep();
 
-export class BodyCollector {
+export class BodyCollector implements Deadline {
   readonly promise: Promise<Buffer>;
   readonly deadline: number;
+  /** the deadline sweep's bookkeeping */
+  sweepSlot = -1;
   private readonly parts: Buffer[] = [];
   private received = 0;
   private settled = false;
