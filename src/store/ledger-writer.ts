@@ -3,12 +3,12 @@
 //
 // Why a thread: a batch commit costs ~1 ms of CPU (writes, two fsyncs, their VM exits). Committed on
 // the supervisor's main thread at the workers' priority, the scheduler did not let a worker that
-// woke up for a request preempt it, so one request per batch (then every 25 ms) waited for the commit: at one
-// connection that was ~1.6% of requests, and the added p99 sat at 0.9–1.1 ms. A thread at nice 10
-// is preempted by the workers (measured, alternating two builds: 1-connection p99 1.02–1.25 →
-// 0.85–1.04 ms, half as many requests over 0.9 ms) and still gets ~10% of a saturated core, twice
-// what the commits need at full load. Only this thread is reniced:
-// on Linux a priority is per thread, and workers forked later by the main thread keep the default.
+// woke up for a request preempt it, so one request per batch (then every 25 ms) waited for the
+// commit: at one connection that was ~1.6% of requests, and the added p99 sat at 0.9–1.1 ms. A
+// thread at nice 10 is preempted by the workers (measured, alternating two builds: 1-connection p99
+// 1.02–1.25 → 0.85–1.04 ms, half as many requests over 0.9 ms) and still gets ~10% of a saturated
+// core, twice what the commits need at full load. Only this thread is reniced: on Linux a priority
+// is per thread, and workers forked later by the main thread keep the default.
 import { Worker } from 'node:worker_threads';
 import type { Charge } from './ledger';
 import type { UsageGroup } from './records';
