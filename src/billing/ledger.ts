@@ -72,9 +72,8 @@ export interface LedgerOptions {
   flushMs?: number;
   idleReturnMs?: number;
   /**
-   * Where batches go. Default: this process commits them. Under the supervisor, workers hand them
-   * to it (one writer for all billing batches: worker event loops never run a commit, and the
-   * worker's memory does not grow with the mapped usage log).
+   * Where batches go. Default: this process commits them. A worker under the supervisor hands them
+   * to its ledger writer thread (src/store/ledger-writer.ts), so its event loop never runs a commit.
    */
   commit?: CommitBatch;
   /**
