@@ -73,10 +73,8 @@ export async function runSupervisor(config: Config, configPath: string | undefin
   // A larger young generation (measured: +7–9% requests/s under load; at 1 connection half as many
   // scavenges, 6/s instead of 12/s, and less GC time) at the price of up to ~60 MiB of RSS per
   // worker: a request allocates many short-lived objects, and a bigger nursery promotes fewer.
-  // 'advanced' (V8) serialization: a billing batch's usage text crosses as bytes, not as a JSON
-  // string inside JSON with every quote escaped and unescaped again.
   cluster.setupPrimary({
-    exec: require.resolve('./cli'), args: ['worker'], silent: false, serialization: 'advanced',
+    exec: require.resolve('./cli'), args: ['worker'], silent: false,
     execArgv: [...process.execArgv, ...WORKER_V8_FLAGS],
   });
   cluster.on('exit', (worker, code, signal) => {
