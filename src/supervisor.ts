@@ -34,13 +34,7 @@ export async function runSupervisor(config: Config, configPath: string | undefin
   const store = Store.open(config.dataDir);
   await bootstrapAdmin(store, config, log);
   const port = await concretePort(config.listen.host, config.listen.port);
-  let stop: (signal: string) => Promise<void> = async () => undefined;
-  const { writer, nice } = await LedgerWriter.start(config.dataDir, {
-    onRestart: (error) => log.error({ err: error }, 'the ledger writer thread crashed; a new one took over'),
-    onFatal: (error) => { log.fatal({ err: error }, 'the ledger writer thread keeps crashing; stopping'); void stop('ledger writer'); },
-  });
-  log.debug({ nice }, 'ledger writer thread started');
-  const jobs = await startBackgroundJobs(store, writer, config, log);
+  const jobs = startBackgroundJobs(store, config, log);
 
   let stopping = false;
   const restarts: number[] = [];
@@ -93,7 +87,7 @@ export async function runSupervisor(config: Config, configPath: string | undefin
   });
   for (let index = 0; index < config.workers; index += 1) fork();
 
-  stop = async (signal: string) => {
+  const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'draining workers');
@@ -109,7 +103,6 @@ export async function runSupervisor(config: Config, configPath: string | undefin
     await Promise.all(exited);
     clearTimeout(hardDeadline);
     await jobs.stop();
-    await writer.close();
     await store.close();
     log.info('stopped');
     process.exit(0);
@@ -121,9 +114,9 @@ export async function runSupervisor(config: Config, configPath: string | undefin
 /** Singleton jobs of the supervisor: the lease reaper (and, with video tasks, the task poller). */
 interface BackgroundJobs { workerExited(workerId: string): void; stop(): Promise<void> }
 
-async function startBackgroundJobs(store: Store, writer: LedgerWriter, config: Config, log: Logger): Promise<BackgroundJobs> {
+function startBackgroundJobs(store: Store, config: Config, log: Logger): BackgroundJobs {
   // No worker runs yet: every lease and concurrency slot on record belongs to a previous run.
-  const reaped = await writer.reap();
+  const reaped = store.ledger.reapSync();
   store.counters.clearPrefix('slot:');
   if (reaped > 0) log.info({ reaped }, 'returned quota leases of a previous run');
   const videoPoller = startVideoPoller(store, config, log);
@@ -131,11 +124,14 @@ async function startBackgroundJobs(store: Store, writer: LedgerWriter, config: C
     workerExited(workerId) {
       // Quota a dead worker had leased (its open reservations included) goes back to keys and accounts.
       store.counters.dropWorkerSlots(workerId);
-      // The worker's own writer thread died with it: each of its batches is committed whole or not at
-      // all (one transaction each), so the reap, on the supervisor's writer thread, comes after them.
-      writer.reap(workerId)
-        .then((count) => { if (count > 0) log.warn({ worker: workerId, leases: count }, 'refunded the leases of a dead worker'); })
-        .catch((error: unknown) => log.error({ err: error }, 'reaping leases failed'));
+      // The worker's writer thread died with it: each of its batches was committed whole or not at
+      // all (one transaction each), so this comes after them. Rare, and ~1 ms: run here, synchronously.
+      try {
+        const count = store.ledger.reapSync(workerId);
+        if (count > 0) log.warn({ worker: workerId, leases: count }, 'refunded the leases of a dead worker');
+      } catch (error) {
+        log.error({ err: error }, 'reaping leases failed');
+      }
     },
     stop: () => videoPoller.stop(),
   };

@@ -1,5 +1,5 @@
-// Entry of the ledger writer thread (see ledger-writer.ts): lowers its own CPU priority, opens the
-// store and performs the writes it is handed, one at a time, in order.
+// Entry of a worker's ledger writer thread (see ledger-writer.ts): lowers its own CPU priority, opens
+// the store and commits the batches it is handed, one at a time, in order.
 import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Store } from './index';
@@ -10,7 +10,7 @@ const port = parentPort!;
 
 let applied: number | null = null;
 try {
-  // pid 0: on Linux the calling thread only, so the supervisor's main thread keeps its priority
+  // pid 0: on Linux the calling thread only, so the worker's main thread keeps its priority
   setPriority(0, nice);
   applied = getPriority(0);
 } catch {
@@ -26,9 +26,6 @@ port.on('message', (request: WriterRequest) => {
       case 'commit':
         store.ledger.commitSync(request.workerId, request.charges, request.usage);
         reply({ type: 'done', id: request.id });
-        return;
-      case 'reap':
-        reply({ type: 'done', id: request.id, count: store.ledger.reapSync(request.workerId) });
         return;
       case 'close':
         store.close().then(() => reply({ type: 'done', id: request.id }),

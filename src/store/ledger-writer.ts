@@ -1,15 +1,14 @@
-// A writer of settled charges and usage records on a thread of its own, at a lower CPU priority than
-// everything else (nice LEDGER_WRITER_NICE). Each worker commits its billing batches on one; the
-// supervisor has one for reaping the leases of dead workers (and of a previous run at start).
+// The writer of a worker's settled charges and usage records, on a thread of its own that runs at a
+// lower CPU priority than request handling (nice LEDGER_WRITER_NICE).
 //
-// Why a thread: a batch commit costs ~1 ms of CPU (writes, two fsyncs, their VM exits). Committed on
-// the supervisor's main thread at the workers' priority, the scheduler did not let a worker that
-// woke up for a request preempt it, so one request per batch (then every 25 ms) waited for the
-// commit: at one connection that was ~1.6% of requests, and the added p99 sat at 0.9–1.1 ms. A
-// thread at nice 10 is preempted by request handling (measured, alternating two builds: 1-connection
-// p99 1.02–1.25 → 0.85–1.04 ms, half as many requests over 0.9 ms) and still gets ~10% of a
-// saturated core, twice what the commits need at full load. Only this thread is reniced: on Linux a
-// priority is per thread, and workers forked later by the supervisor's main thread keep the default.
+// Why a thread: a batch commit costs ~1 ms of CPU (writes, two fsyncs, their VM exits). Committed at
+// the request handlers' priority (then on the supervisor's main thread), the scheduler did not let a
+// worker that woke up for a request preempt it, so one request per batch (then every 25 ms) waited
+// for the commit: at one connection that was ~1.6% of requests, and the added p99 sat at 0.9–1.1 ms.
+// A thread at nice 10 is preempted by request handling (measured, alternating two builds:
+// 1-connection p99 1.02–1.25 → 0.85–1.04 ms, half as many requests over 0.9 ms) and still gets ~10%
+// of a saturated core, twice what the commits need at full load. Only this thread is reniced: on
+// Linux a priority is per thread.
 // Why in the worker rather than the supervisor: the batch no longer crosses the cluster pipe and the
 // supervisor's event loop (−3.3 µs per call at saturation).
 import { Worker } from 'node:worker_threads';
@@ -21,14 +20,13 @@ export const LEDGER_WRITER_NICE = 10;
 
 export type WriterRequest =
   | { id: number; type: 'commit'; workerId: string; charges: Charge[]; usage: UsageGroup[] }
-  | { id: number; type: 'reap'; workerId?: string }
   | { id: number; type: 'close' };
 
 export type WriterReply =
   | { type: 'ready'; nice: number | null }
-  | { type: 'done'; id: number; count?: number; error?: string };
+  | { type: 'done'; id: number; error?: string };
 
-interface Pending { resolve(count: number): void; reject(error: Error): void }
+interface Pending { resolve(): void; reject(error: Error): void }
 
 export interface LedgerWriterOptions {
   nice?: number;
@@ -74,12 +72,7 @@ export class LedgerWriter {
 
   /** Commits one worker's batch; batches are written in the order they were handed over. */
   commit(workerId: string, charges: Charge[], usage: UsageGroup[]): Promise<void> {
-    return this.ask({ id: 0, type: 'commit', workerId, charges, usage }).then(() => undefined);
-  }
-
-  /** Returns the leases of a worker that is gone, after every batch of it handed over before. */
-  reap(workerId?: string): Promise<number> {
-    return this.ask({ id: 0, type: 'reap', workerId });
+    return this.ask({ id: 0, type: 'commit', workerId, charges, usage });
   }
 
   /** Writes what was handed over so far, closes the thread's store and stops the thread. */
@@ -99,7 +92,7 @@ export class LedgerWriter {
       if (reply.type !== 'done') return;
       const entry = this.pending.get(reply.id);
       this.pending.delete(reply.id);
-      if (reply.error !== undefined) entry?.reject(new Error(reply.error)); else entry?.resolve(reply.count ?? 0);
+      if (reply.error !== undefined) entry?.reject(new Error(reply.error)); else entry?.resolve();
     });
     thread.on('error', (error) => this.failed(thread, error));
     thread.on('exit', (code) => this.failed(thread, new Error(`the ledger writer thread exited with code ${code}`)));
@@ -124,7 +117,7 @@ export class LedgerWriter {
     this.thread = this.spawn();
   }
 
-  private ask(request: WriterRequest): Promise<number> {
+  private ask(request: WriterRequest): Promise<void> {
     if (this.stopped) return Promise.reject(this.stopped);
     return new Promise((resolve, reject) => {
       const id = ++this.sequence;
