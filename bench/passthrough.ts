@@ -1,13 +1,15 @@
 // The baseline of the benchmark: the least any gateway on this stack must do. uWS in front, the same
-// undici Pool settings as Tollgate's upstream client behind, no auth, no validation, no billing.
-// It forwards status, content-type and body bytes; bodies of unknown length are streamed chunk by
-// chunk with backpressure (uWS write() false → pause the upstream body, resume in onWritable).
+// undici Pool settings and the same upstream call as Tollgate's (undici's dispatch API through
+// src/upstream/upstream-call.ts) behind, no auth, no validation, no billing.
+// It forwards status, content-type and body bytes; event streams (text/event-stream) are streamed
+// chunk by chunk with backpressure (uWS write() false → pause the upstream body, resume in
+// onWritable), other answers are sent whole.
 //
 // CLI: node dist/bench/passthrough.js --port N --upstream URL [--exit-with-stdin]   → prints {"url":"http://127.0.0.1:PORT"}
-import type { Readable } from 'node:stream';
 import { Pool } from 'undici';
 import { loadUws, statusLine, type UwsResponse } from '../src/http/uws-server';
 import { CallAbort } from '../src/upstream/call-abort';
+import { requestUpstream, type BodySource } from '../src/upstream/upstream-call';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -40,13 +42,13 @@ export function startPassthrough(options: PassthroughOptions): Promise<Passthrou
       const headers: Record<string, string> = {};
       if (contentType) headers['content-type'] = contentType;
       if (authorization) headers.authorization = authorization;
-      // undici's callback form, as Tollgate calls it: no promise per request
-      pool.request({ method: method as 'POST', path, headers, body, signal: controller.signal }, (error, answer) => {
+      // the call Tollgate makes: no promise, no Readable per request
+      requestUpstream(pool, { method: method as 'POST', path, headers, body, signal: controller.signal }, (error, answer) => {
         if (error) {
           if (!aborted) response.cork(() => { response.writeStatus('502 Bad Gateway').end('upstream error'); });
           return;
         }
-        relay(response, answer.statusCode, answer.headers, answer.body, () => aborted);
+        relay(response, answer!.status, answer!.contentType, answer!.body, () => aborted);
       });
     };
     if (!hasBody) { forward(undefined); return; }
@@ -69,17 +71,14 @@ export function startPassthrough(options: PassthroughOptions): Promise<Passthrou
   });
 }
 
-function relay(response: UwsResponse, status: number, headers: Record<string, string | string[] | undefined>,
-  body: Readable, isAborted: () => boolean): void {
-  const contentType = headers['content-type'];
-  const type = Array.isArray(contentType) ? contentType[0] : contentType;
+function relay(response: UwsResponse, status: number, type: string, body: BodySource, isAborted: () => boolean): void {
   const writeHead = () => {
     response.writeStatus(statusLine(status));
     if (type) response.writeHeader('content-type', type);
   };
 
-  if (headers['content-length'] !== undefined) {
-    // a known length: one corked answer, as any proxy would send it
+  if (!type.startsWith('text/event-stream')) {
+    // a whole answer: one corked write, as any proxy would send it (and as Tollgate answers)
     const parts: Buffer[] = [];
     body.on('data', (chunk: Buffer) => parts.push(chunk));
     body.on('end', () => {

@@ -1,23 +1,31 @@
-// The one function every HTTP provider uses to call its upstream: undici Pool.request with the
-// channel's timeouts, abort signal, status mapping and bounded error bodies.
-import type { Readable } from 'node:stream';
+// The one function every HTTP provider uses to call its upstream: one undici dispatch on the
+// channel's pool (src/upstream/upstream-call.ts) with the channel's timeouts, abort signal, status
+// mapping and bounded error bodies.
 import { CallAbort } from '../upstream/call-abort';
 import { fromTransportError, fromUpstreamStatus } from '../upstream/transport-errors';
+import { requestUpstream, type BodySource } from '../upstream/upstream-call';
 import type { UpstreamCall, UpstreamAnswer, ProviderContext } from './types';
 
 const MAX_ERROR_BODY = 64 * 1024;
 /** first-byte timeouts shorter than this are timed exactly (see callUpstream) */
 const EXACT_FIRST_BYTE_BELOW_MS = 10_000;
 
-async function readBounded(body: Readable, limit: number): Promise<string> {
-  const parts: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += (chunk as Buffer).length;
-    if (size > limit) { body.destroy(); break; }
-    parts.push(chunk as Buffer);
-  }
-  return Buffer.concat(parts).toString('utf8');
+/** The start of an error body as text: at most `limit` bytes, then the upstream is let go. */
+function readBounded(body: BodySource, limit: number): Promise<string> {
+  return new Promise((resolve) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    const done = () => resolve(Buffer.concat(parts).toString('utf8'));
+    body.on('data', (chunk: Buffer) => {
+      if (size >= limit) return;
+      const room = limit - size;
+      parts.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
+      size += Math.min(chunk.length, room);
+      if (size >= limit) { body.destroy(); done(); }
+    });
+    body.on('end', done);
+    body.on('error', done);   // the status says enough
+  });
 }
 
 export interface HttpRequestSpec {
@@ -60,9 +68,8 @@ export function callUpstream(context: ProviderContext, call: UpstreamCall, spec:
     firstByteTimer = setTimeout(() => { timedOut = true; controller.abort(); }, firstByteMs);
     signal = controller.signal;
   }
-  // undici's callback form: one promise for the call instead of undici's own plus an async frame
   return new Promise((resolve, reject) => {
-    pool.request({
+    requestUpstream(pool, {
       method: spec.method,
       path: url.path,
       headers: spec.headers,
@@ -70,21 +77,19 @@ export function callUpstream(context: ProviderContext, call: UpstreamCall, spec:
       signal,
       headersTimeout: firstByteMs,
       bodyTimeout: call.channel.timeouts.idleMs,
-    }, (error, response) => {
+    }, (error, head) => {
       clearTimeout(firstByteTimer);
       if (error) {
         if (forwardAbort) call.signal.removeEventListener('abort', forwardAbort);
         reject(fromTransportError(timedOut ? { code: 'UND_ERR_HEADERS_TIMEOUT' } : error, call.channel.name));
         return;
       }
-      const status = response.statusCode;
+      const { status, contentType, body } = head!;
       if (status < 200 || status >= 300) {
-        readBounded(response.body, MAX_ERROR_BODY).catch(() => '')   // the status says enough
-          .then((text) => reject(fromUpstreamStatus(status, text, call.channel.name)));
+        readBounded(body, MAX_ERROR_BODY).then((text) => reject(fromUpstreamStatus(status, text, call.channel.name)));
         return;
       }
-      const contentType = response.headers['content-type'];
-      resolve({ status, contentType: Array.isArray(contentType) ? contentType[0] : contentType ?? '', body: response.body });
+      resolve({ status, contentType, body });
     });
   });
 }
@@ -106,7 +111,7 @@ export function readAnswer(answer: UpstreamAnswer, limit: number, channel: strin
       }
       parts.push(chunk);
     });
-    body.once('end', () => resolve(parts.length === 1 ? parts[0] : Buffer.concat(parts, size)));
-    body.once('error', (error) => reject(fromTransportError(error, channel)));
+    body.on('end', () => resolve(parts.length === 1 ? parts[0] : Buffer.concat(parts, size)));
+    body.on('error', (error: Error) => reject(fromTransportError(error, channel)));
   });
 }

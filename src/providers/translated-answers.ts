@@ -1,12 +1,13 @@
 // Answers of a translated call, turned back into the caller's dialect before any relay sees them:
 // a stream becomes a Readable of the other dialect's SSE (decoded event by event, translated, sent
 // on as soon as each event is complete), a whole answer becomes a buffered body.
-import { pipeline, Readable, Transform } from 'node:stream';
+import { Readable } from 'node:stream';
 import { OpenAIToAnthropicStream } from '../formats/anthropic-to-openai';
 import { AnthropicToOpenAIStream } from '../formats/openai-to-anthropic';
 import { SseDecoder, type SseEvent } from '../formats/sse';
 import { readAnswer } from './http-call';
 import { logWarnings, offloadThreshold, translate } from './translation';
+import type { BodySource } from '../upstream/upstream-call';
 import type { ProviderContext, UpstreamAnswer, UpstreamCall } from './types';
 
 /** bound on a non-stream upstream answer held in memory (as the chat relay's) */
@@ -22,39 +23,49 @@ export interface EventTranslator {
 }
 
 /**
- * The upstream body decoded as SSE and translated. Backpressure and teardown go both ways through
- * `pipeline`: a paused result pauses the upstream; destroying the result (client gone) aborts the
- * upstream; an upstream failure surfaces as the result's 'error'.
+ * The upstream body decoded as SSE and translated, as a Readable. Backpressure and teardown go both
+ * ways: a full result pauses the upstream until the result is read again; destroying the result
+ * (client gone) destroys the upstream body, which aborts the upstream request; an upstream failure,
+ * or a translation that throws, surfaces as the result's 'error'.
  */
-export function translateSseStream(source: Readable, translator: EventTranslator): Readable {
+export function translateSseStream(source: BodySource, translator: EventTranslator): Readable {
   const decoder = new SseDecoder();
+  let sourceDone = false;
   const translate = (events: SseEvent[]): string => {
     let out = '';
     for (const event of events) out += translator.push(event);
     return out;
   };
-  const result = new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
-      try {
-        const out = translate(decoder.push(chunk));
-        if (out.length > 0) this.push(out);
-        callback();
-      } catch (error) {
-        callback(error as Error);
-      }
-    },
-    flush(callback) {
-      try {
-        const out = translate(decoder.end()) + translator.end();
-        if (out.length > 0) this.push(out);
-        callback();
-      } catch (error) {
-        callback(error as Error);
-      }
+  const result = new Readable({
+    read() { source.resume(); },
+    destroy(error, callback) {
+      if (!sourceDone) { sourceDone = true; source.destroy(); }
+      callback(error);
     },
   });
-  // Errors reach the consumer through `result` itself; the callback only keeps pipeline from throwing.
-  pipeline(source, result, () => undefined);
+  const fail = (error: Error) => {
+    if (!sourceDone) { sourceDone = true; source.destroy(); }
+    result.destroy(error);
+  };
+  source.on('data', (chunk: Buffer) => {
+    if (sourceDone) return;
+    let out: string;
+    try { out = translate(decoder.push(chunk)); } catch (error) { fail(error as Error); return; }
+    if (out.length > 0 && !result.push(out)) source.pause();
+  });
+  source.on('end', () => {
+    if (sourceDone) return;
+    sourceDone = true;
+    let out: string;
+    try { out = translate(decoder.end()) + translator.end(); } catch (error) { result.destroy(error as Error); return; }
+    if (out.length > 0) result.push(out);
+    result.push(null);
+  });
+  source.on('error', (error: Error) => {
+    if (sourceDone) return;
+    sourceDone = true;
+    result.destroy(error);
+  });
   return result;
 }
 

@@ -1,11 +1,11 @@
 // Providers are registered as data: a channel type names a provider; a provider implements the
 // capabilities it has as optional methods. Generic code never names a provider.
-import type { Readable } from 'node:stream';
 import type { ChannelConfig, ModelConfig } from '../config';
 import type { VideoTask } from '../formats/video';
 import type { Logger } from '../log';
 import type { TaskPool } from '../pool';
 import type { UpstreamPools } from '../upstream/pools';
+import type { BodySource } from '../upstream/upstream-call';
 
 /** The part of AbortSignal a provider may use (an AbortSignal is one). */
 export interface CallSignal {
@@ -51,7 +51,8 @@ export interface VideoCall extends UpstreamCall {
 export interface UpstreamAnswer {
   status: number;
   contentType: string;
-  body: Readable;
+  /** undici's answers come as the light body of upstream-call.ts; the simulator's and translations' are Readables */
+  body: BodySource;
 }
 
 export interface ProviderContext {

@@ -1,10 +1,10 @@
 // Upstream bytes → client as they arrive: backpressure (a slow client pauses the upstream, so
 // memory stays bounded), abort propagation (client gone → upstream request aborted), one end reason.
 // A failure before the first byte reaches the client rejects, so the caller can fail over.
-import type { Readable } from 'node:stream';
 import type { GatewayErrorShape } from '../errors';
 import type { Exchange, Headers } from '../http';
 import { fromTransportError } from '../upstream/transport-errors';
+import type { BodySource } from '../upstream/upstream-call';
 
 export interface StreamTransform {
   /** bytes to forward now (null/empty = nothing yet) */
@@ -25,7 +25,7 @@ export const SSE_HEADERS: Headers = {
   'x-accel-buffering': 'no',
 };
 
-export function pipeStream(exchange: Exchange, body: Readable, transform: StreamTransform, abort: { abort(): void },
+export function pipeStream(exchange: Exchange, body: BodySource, transform: StreamTransform, abort: { abort(): void },
   channel: string, headers: Headers = SSE_HEADERS): Promise<PipeOutcome> {
   return new Promise((resolve, reject) => {
     let started = false;
