@@ -54,6 +54,18 @@ const ID_KEY = Buffer.from('"id"');
 const CREATED_KEY = Buffer.from('"created"');
 const FINGERPRINT_KEY = Buffer.from('"system_fingerprint"');
 
+/**
+ * The terminal events OpenAI and most compatible servers send, matched whole: top-level members with
+ * plain values, `choices` empty or one choice finishing with an empty delta, `usage` absent, null or
+ * an object. A match is read without JSON.parse of the event: at saturation, parsing the two
+ * terminal events of every stream (objects, arrays, interned keys) cost ~7 µs a call (an ablation
+ * measured 69.7 → 62.5 µs), against ~0.7 µs isolated. Only the usage object is parsed, and only if
+ * it is one JSON value. Anything else (other members, content in the delta, several choices,
+ * escapes) takes the general path below, which parses the event.
+ */
+const PLAIN_MEMBER = String.raw`(?!"usage"|"choices")"[a-z_]{1,64}":(?:"[^"\\]*"|\d{1,20}|null|true|false)`;
+const TERMINAL_EVENT = new RegExp(String.raw`^\{(?:${PLAIN_MEMBER},)*"choices":\[(?:\{"index":(\d{1,6}),"delta":\{(?:"role":"assistant")?\},(?:"logprobs":null,)?"finish_reason":"([a-z_]{1,64})"\})?\](?:,${PLAIN_MEMBER})*(?:,"usage":(?:null|(\{.*\})))?(?:,${PLAIN_MEMBER})*\}$`);
+
 type JsonObject = Record<string, unknown>;
 
 function isObject(value: unknown): value is JsonObject {
@@ -322,6 +334,12 @@ export class OpenAIStreamTail {
       this.done = true;
       return '';
     }
+    // the identity comes from the first event; a terminal event that would still set it is parsed
+    if (this.id !== undefined && this.created !== undefined
+      && (this.systemFingerprint !== undefined || !data.includes('"system_fingerprint":"'))) {
+      const handled = this.plainTerminal(data);
+      if (handled !== undefined) return handled;
+    }
     let chunk: unknown;
     try {
       chunk = JSON.parse(data);
@@ -352,6 +370,24 @@ export class OpenAIStreamTail {
     const rest: JsonObject = { ...chunk, choices: carrying.map((choice) => ({ ...(choice as JsonObject), finish_reason: null })) };
     delete rest.usage;
     return `data: ${JSON.stringify(rest)}\n\n`;
+  }
+
+  /** A terminal event in the common layout (TERMINAL_EVENT), or undefined for the general path. */
+  private plainTerminal(data: string): string | undefined {
+    const match = TERMINAL_EVENT.exec(data);
+    if (match === null) return undefined;
+    const reason = match[2];
+    let usage: Usage | undefined;
+    if (match[3] !== undefined) {
+      try { usage = normalizeUsage(JSON.parse(match[3])); } catch { return undefined; }
+    }
+    if (reason === undefined && usage === undefined) return undefined;
+    if (reason !== undefined) {
+      this.finishReasons.set(Number(match[1]), reason);
+      this.lastFinishReason = reason;
+    }
+    if (usage !== undefined) this.upstreamUsage = usage;
+    return '';   // the delta is empty by the pattern: nothing to carry on
   }
 
   /** id, created and system_fingerprint of the first event, read off its bytes. */

@@ -264,3 +264,54 @@ test('parseUsageFromChatResponse finds usage wherever it is, pretty-printed or n
   const onlyInText = { id: 'x', choices: [{ index: 0, message }] };
   assert.equal(parseUsageFromChatResponse(Buffer.from(JSON.stringify(onlyInText))), undefined);
 });
+
+test('terminal events in the common layout are read without parsing the event, with the same result as the general path', () => {
+  // each case's terminal events (the last one or two before [DONE])
+  const cases: Record<string, string[]> = {
+    'OpenAI: finish, then usage': [delta({}, 'stop'), chunk([], { usage: UPSTREAM_USAGE })],
+    'finish and usage in one event': [chunk([{ index: 0, delta: {}, finish_reason: 'length' }], { usage: { prompt_tokens: 3, completion_tokens: 4 } })],
+    'role-only delta, member after usage': [chunk([{ index: 0, delta: { role: 'assistant' }, logprobs: null, finish_reason: 'tool_calls' }], { usage: null, obfuscation: 'a}b' }),
+      chunk([], { usage: { prompt_tokens: 5.6, completion_tokens: 2, total_tokens: 8 }, obfuscation: 'x' })],
+    'second choice finishing': [delta({}, 'stop', 1), delta({}, 'length', 0), chunk([], { usage: UPSTREAM_USAGE })],
+  };
+  const plainHits: number[] = [];
+  const prototype = OpenAIStreamTail.prototype as unknown as { plainTerminal(data: string): string | undefined };
+  const original = prototype.plainTerminal;
+  prototype.plainTerminal = function counted(this: unknown, data: string) {
+    const handled = original.call(this, data);
+    if (handled !== undefined) plainHits.push(1);
+    return handled;
+  };
+  try {
+    for (const [name, terminal] of Object.entries(cases)) {
+      const head = openAIStream({ finish: false, usage: false, done: false });
+      plainHits.length = 0;
+      const plain = run([...head, ...terminal, 'data: [DONE]\n\n']);
+      assert.equal(plainHits.length, terminal.length, `${name}: every terminal event took the plain path`);
+      // an extra nested member takes each event off the common layout: the general path parses it
+      const general = run([...head, ...terminal.map((event) => event.replace(/}\n\n$/, ',"x_nested":{"a":[1]}}\n\n')), 'data: [DONE]\n\n']);
+      assert.equal(plainHits.length, terminal.length, `${name}: the altered events took the general path`);
+      assert.deepEqual(plain.result.usage, general.result.usage, name);
+      assert.equal(plain.result.usageSource, general.result.usageSource, name);
+      assert.equal(plain.result.finishReason, general.result.finishReason, name);
+      assert.equal(plain.output.toString(), general.output.toString(), name);
+    }
+  } finally {
+    prototype.plainTerminal = original;
+  }
+  const both = run([...openAIStream({ finish: false, usage: false, done: false }), ...cases['second choice finishing'], 'data: [DONE]\n\n']);
+  const last = new SseDecoder().push(both.output).map((event) => event.data).filter((data) => data !== '[DONE]').slice(-2);
+  // one final chunk per choice, by index, the usage on the last
+  assert.deepEqual(last.map((data) => (JSON.parse(data) as Json).choices[0]), [
+    { index: 0, delta: {}, finish_reason: 'length' }, { index: 1, delta: {}, finish_reason: 'stop' }]);
+});
+
+test('a terminal event the common layout does not cover keeps its content and its usage on the general path', () => {
+  const withContent = chunk([{ index: 0, delta: { content: ' bye' }, finish_reason: 'stop' }], { usage: { prompt_tokens: 2, completion_tokens: 3, total_tokens: 5 } });
+  const duplicateUsage = chunk([], { usage: UPSTREAM_USAGE }).replace(/}\n\n$/, ',"usage":{"prompt_tokens":7,"completion_tokens":1}}\n\n');
+  const first = run([...openAIStream({ finish: false, usage: false, done: false }), withContent, 'data: [DONE]\n\n']);
+  assert.match(first.output.toString(), /"content":" bye"/);
+  assert.equal(first.result.usage.completion_tokens, 3);
+  const second = run([...openAIStream({ finish: false, usage: false, done: false }), delta({}, 'stop'), duplicateUsage, 'data: [DONE]\n\n']);
+  assert.deepEqual([second.result.usage.prompt_tokens, second.result.usage.completion_tokens], [7, 1], 'the last of duplicate keys wins, as JSON.parse has it');
+});
