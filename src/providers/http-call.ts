@@ -18,9 +18,9 @@ function readBounded(body: BodySource, limit: number): Promise<string> {
     const done = () => resolve(Buffer.concat(parts).toString('utf8'));
     body.on('data', (chunk: Buffer) => {
       if (size >= limit) return;
-      const room = limit - size;
-      parts.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
-      size += Math.min(chunk.length, room);
+      const piece = chunk.length > limit - size ? chunk.subarray(0, limit - size) : chunk;
+      parts.push(piece);
+      size += piece.length;
       if (size >= limit) { body.destroy(); done(); }
     });
     body.on('end', done);

@@ -43,14 +43,10 @@ export function translateSseStream(source: BodySource, translator: EventTranslat
       callback(error);
     },
   });
-  const fail = (error: Error) => {
-    if (!sourceDone) { sourceDone = true; source.destroy(); }
-    result.destroy(error);
-  };
   source.on('data', (chunk: Buffer) => {
     if (sourceDone) return;
     let out: string;
-    try { out = translate(decoder.push(chunk)); } catch (error) { fail(error as Error); return; }
+    try { out = translate(decoder.push(chunk)); } catch (error) { result.destroy(error as Error); return; }   // destroys the source too
     if (out.length > 0 && !result.push(out)) source.pause();
   });
   source.on('end', () => {

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
+import { translateSseStream } from '../../src/providers/translated-answers';
 import { CallAbort } from '../../src/upstream/call-abort';
 import { requestUpstream, type BodySource, type UpstreamHead, type UpstreamRequestOptions } from '../../src/upstream/upstream-call';
 
@@ -194,4 +195,31 @@ test('a POST body reaches the upstream as sent', async () => {
   const reading = read(head.body);
   await reading.settled;
   assert.equal(Buffer.concat(reading.chunks).toString(), '{"model":"m"}');
+});
+
+test('a translated stream over an upstream body: events translated in order; destroying it closes the upstream; a failing translation is its error', async () => {
+  const upper = { push: (event: { data: string }) => `data: ${event.data.toUpperCase()}\n\n`, end: () => 'data: END\n\n' };
+  routes.set('/sse', (_request, response) => {
+    response.setHeader('Content-Type', 'text/event-stream');
+    response.write('data: one\n\nda');
+    setTimeout(() => response.end('ta: two\n\n'), 20);
+  });
+  const whole = translateSseStream((await call('/sse')).body, upper);
+  let text = '';
+  for await (const piece of whole) text += String(piece);
+  assert.equal(text, 'data: ONE\n\ndata: TWO\n\ndata: END\n\n');
+
+  routes.set('/sse-endless', routes.get('/endless')!);
+  const endless = translateSseStream((await call('/sse-endless')).body, upper);
+  await new Promise((resolve) => endless.once('data', resolve));
+  endless.destroy();
+  await sleep(100);
+  assert.ok(cutOff.has('/sse-endless'), 'the upstream connection was closed');
+
+  routes.set('/sse-bad', routes.get('/endless')!);
+  const failing = translateSseStream((await call('/sse-bad')).body, { push: () => { throw new Error('cannot translate'); }, end: () => '' });
+  const failure = await new Promise<Error>((resolve) => failing.once('error', resolve));
+  assert.equal(failure.message, 'cannot translate');
+  await sleep(100);
+  assert.ok(cutOff.has('/sse-bad'), 'the upstream connection was closed');
 });
