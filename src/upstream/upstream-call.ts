@@ -72,7 +72,7 @@ class UpstreamExchange implements BodySource {
   private upstreamPaused = false;
   /** the upstream finished the body (not yet told, while chunks are held) */
   private complete = false;
-  /** an error waiting for a flush */
+  /** an error of the body waiting for a flush */
   private failure: Error | null = null;
   /** 'end' or 'error' was delivered, or the consumer destroyed the body: nothing more goes out */
   private finished = false;
@@ -83,11 +83,8 @@ class UpstreamExchange implements BodySource {
     this.callback = callback;
     this.signal = signal;
     if (signal !== undefined) {
-      this.onSignalAbort = () => {
-        const reason = abortReason(signal);
-        if (this.abortUpstream !== null) this.abortUpstream(reason);
-        else this.failure = reason;   // not connected yet: onConnect aborts at once
-      };
+      // not connected yet: onConnect sees the signal aborted and aborts at once
+      this.onSignalAbort = () => this.abortUpstream?.(abortReason(signal));
       signal.addEventListener('abort', this.onSignalAbort);
     }
   }
@@ -97,7 +94,6 @@ class UpstreamExchange implements BodySource {
   onConnect(abort: (reason?: Error) => void): void {
     this.abortUpstream = abort;
     if (this.signal?.aborted) abort(abortReason(this.signal));
-    else if (this.failure !== null) abort(this.failure);
   }
 
   onHeaders(status: number, rawHeaders: Buffer[], resume: () => void): boolean {
