@@ -21,7 +21,8 @@ export const HAS_CALLS = 2;
 /** Where the last scanUnderscores call that flagged MAY_BE_TERMINAL found the marker (a return slot, not state). */
 export const scanResult = { terminalAt: -1 };
 
-function matchesAt(buffer: Buffer, position: number, bytes: Buffer): boolean {
+/** Whether `bytes` sit at `position` of the buffer. */
+export function matchesAt(buffer: Buffer, position: number, bytes: Buffer): boolean {
   if (position + bytes.length > buffer.length) return false;
   for (let index = 0; index < bytes.length; index += 1) if (buffer[position + index] !== bytes[index]) return false;
   return true;

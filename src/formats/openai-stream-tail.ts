@@ -12,7 +12,7 @@ import { countTokens } from '../billing/tokens';
 import { CompletionTextSample } from './completion-text';
 import {
   eventStartBefore, scanResult,
-  HAS_CALLS, MAY_BE_TERMINAL, endsWithDone, eventData, holdsDone, lastEventEnd, nextEventEnd, readStringValue,
+  HAS_CALLS, MAY_BE_TERMINAL, endsWithDone, eventData, holdsDone, lastEventEnd, matchesAt, nextEventEnd, readStringValue,
   scanUnderscores, valueAfterKey,
 } from './openai-stream-scan';
 
@@ -53,6 +53,12 @@ const NO_REASON: readonly [number, string][] = [[0, 'stop']];
 const ID_KEY = Buffer.from('"id"');
 const CREATED_KEY = Buffer.from('"created"');
 const FINGERPRINT_KEY = Buffer.from('"system_fingerprint"');
+const QUOTE = 34;
+/** The start of a first event in OpenAI's own layout, in its order (see identityInPlace) */
+const EVENT_HEAD = Buffer.from('data: {"id":"');
+const AFTER_ID = Buffer.from('","object":"chat.completion.chunk","created":');
+const MODEL_MEMBER = Buffer.from(',"model":"');
+const FINGERPRINT_MEMBER = Buffer.from('","system_fingerprint":"');
 
 /**
  * The terminal events OpenAI and most compatible servers send, matched whole: top-level members with
@@ -66,6 +72,17 @@ const FINGERPRINT_KEY = Buffer.from('"system_fingerprint"');
  */
 const PLAIN_MEMBER = String.raw`(?!"usage"|"choices")"[a-z_]{1,64}":(?:"[^"\\]*"|\d{1,20}|null|true|false)`;
 const TERMINAL_EVENT = new RegExp(String.raw`^\{(?:${PLAIN_MEMBER},)*"choices":\[(?:\{"index":(\d{1,6}),"delta":\{(?:"role":"assistant")?\},(?:"logprobs":null,)?"finish_reason":"([a-z_]{1,64})"\})?\](?:,${PLAIN_MEMBER})*(?:,"usage":(?:null|(\{.*\})))?(?:,${PLAIN_MEMBER})*\}$`);
+
+const COUNT = String.raw`(?:0|[1-9]\d{0,14})`;
+const FLAT_DETAILS = String.raw`\{(?:"[a-z_]{1,64}":(?:${COUNT}|null)(?:,"[a-z_]{1,64}":(?:${COUNT}|null))*)?\}`;
+/**
+ * A usage object as normalizeUsage would write it back: the three counts in its order, then flat
+ * details objects. Its text is re-emitted in the tail as it came, which saves a JSON.stringify of
+ * the nested object (~0.5 µs; the test costs ~0.14 µs). Anything else is written from the object.
+ * (Duplicate keys in a details object would be re-emitted too; every JSON reader resolves them as
+ * the billing did, the last one winning.)
+ */
+const CANONICAL_USAGE = new RegExp(String.raw`^\{"prompt_tokens":${COUNT},"completion_tokens":${COUNT},"total_tokens":${COUNT}(?:,"prompt_tokens_details":${FLAT_DETAILS})?(?:,"completion_tokens_details":${FLAT_DETAILS})?\}$`);
 
 type JsonObject = Record<string, unknown>;
 
@@ -155,6 +172,8 @@ export class OpenAIStreamTail {
   private systemFingerprint: string | undefined;
   private identityScans = 0;
   private upstreamUsage: Usage | undefined;
+  /** the upstream's own text of upstreamUsage when it is canonical (CANONICAL_USAGE) */
+  private upstreamUsageText: string | undefined;
   private readonly finishReasons = new Map<number, string>();
   private lastFinishReason: string | null = null;
   private readonly text: CompletionTextSample;
@@ -245,12 +264,14 @@ export class OpenAIStreamTail {
     const id = this.id ?? `chatcmpl-${randomBytes(12).toString('hex')}`;
     const created = this.created ?? Math.floor(Date.now() / 1000);
     // Written out rather than JSON.stringify of a built object (half the cost): only the strings and
-    // the usage object go through JSON.stringify. Members in the order OpenAI sends them.
+    // the usage object go through JSON.stringify, the usage only when the upstream's own text of it
+    // cannot be re-emitted (CANONICAL_USAGE). Members in the order OpenAI sends them.
     const head = `data: {"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(this.model)},"choices":[{"index":`;
     const fingerprint = this.systemFingerprint === undefined ? '' : `,"system_fingerprint":${JSON.stringify(this.systemFingerprint)}`;
+    const usageText = usageSource === 'upstream' && this.upstreamUsageText !== undefined ? this.upstreamUsageText : JSON.stringify(usage);
     let tail = '';
     for (let index = 0; index < reasons.length; index += 1) {
-      const usagePart = index === reasons.length - 1 ? `,"usage":${JSON.stringify(usage)}` : '';
+      const usagePart = index === reasons.length - 1 ? `,"usage":${usageText}` : '';
       tail += `${head}${JSON.stringify(reasons[index][0])},"delta":{},"finish_reason":${JSON.stringify(reasons[index][1])}}]${fingerprint}${usagePart}}\n\n`;
     }
     tail += DONE_EVENT;
@@ -359,7 +380,10 @@ export class OpenAIStreamTail {
       finishing = true;
     }
     if (usage === undefined && !finishing) return undefined;
-    if (usage !== undefined) this.upstreamUsage = usage;
+    if (usage !== undefined) {
+      this.upstreamUsage = usage;
+      this.upstreamUsageText = undefined;
+    }
     if (this.id === undefined && typeof chunk.id === 'string') this.id = chunk.id;
     if (this.created === undefined && typeof chunk.created === 'number') this.created = chunk.created;
     if (this.systemFingerprint === undefined && typeof chunk.system_fingerprint === 'string') {
@@ -378,22 +402,27 @@ export class OpenAIStreamTail {
     const match = TERMINAL_EVENT.exec(data);
     if (match === null) return undefined;
     const reason = match[2];
+    const usageText = match[3];
     let usage: Usage | undefined;
-    if (match[3] !== undefined) {
-      try { usage = normalizeUsage(JSON.parse(match[3])); } catch { return undefined; }
+    if (usageText !== undefined) {
+      try { usage = normalizeUsage(JSON.parse(usageText)); } catch { return undefined; }
     }
     if (reason === undefined && usage === undefined) return undefined;
     if (reason !== undefined) {
       this.finishReasons.set(Number(match[1]), reason);
       this.lastFinishReason = reason;
     }
-    if (usage !== undefined) this.upstreamUsage = usage;
+    if (usage !== undefined) {
+      this.upstreamUsage = usage;
+      this.upstreamUsageText = CANONICAL_USAGE.test(usageText!) ? usageText : undefined;
+    }
     return '';   // the delta is empty by the pattern: nothing to carry on
   }
 
   /** id, created and system_fingerprint of the first event, read off its bytes. */
   private scanIdentity(whole: Buffer, completeEnd: number): void {
     this.identityScans += 1;
+    if (this.identityInPlace(whole, completeEnd)) return;
     const idKey = whole.indexOf(ID_KEY);
     if (idKey === -1 || idKey >= completeEnd) return;
     // the rest is looked for in the event holding the id only: a whole stream in one chunk is not
@@ -418,6 +447,36 @@ export class OpenAIStreamTail {
     }
     const fingerprintKey = buffer.indexOf(FINGERPRINT_KEY);
     if (fingerprintKey !== -1 && fingerprintKey < end) this.systemFingerprint = readStringValue(buffer, fingerprintKey + 20, end);
+  }
+
+  /**
+   * The identity of a first event in OpenAI's own layout (`data: {"id":…,"object":…,"created":…,
+   * "model":…,"system_fingerprint":…`), read by position: byte compares and single-byte searches
+   * instead of scanIdentity's three key searches (0.78 → 0.33 µs on the benchmark's stream). It
+   * finds what they would find: each key is the first of its kind in the event. Any other layout
+   * (spaces, another order, no fingerprint there, a quote in a value) returns false and is searched.
+   */
+  private identityInPlace(buffer: Buffer, end: number): boolean {
+    if (!matchesAt(buffer, 0, EVENT_HEAD)) return false;
+    const idEnd = buffer.indexOf(QUOTE, EVENT_HEAD.length);
+    if (idEnd === -1 || !matchesAt(buffer, idEnd, AFTER_ID)) return false;
+    const digits = idEnd + AFTER_ID.length;
+    let position = digits;
+    let created = 0;
+    while (position - digits < 12 && buffer[position] >= 48 && buffer[position] <= 57) {
+      created = created * 10 + buffer[position] - 48;
+      position += 1;
+    }
+    if (position === digits || !matchesAt(buffer, position, MODEL_MEMBER)) return false;
+    const modelEnd = buffer.indexOf(QUOTE, position + MODEL_MEMBER.length);
+    if (modelEnd === -1 || !matchesAt(buffer, modelEnd, FINGERPRINT_MEMBER)) return false;
+    const fingerprint = modelEnd + FINGERPRINT_MEMBER.length;
+    const fingerprintEnd = buffer.indexOf(QUOTE, fingerprint);
+    if (fingerprintEnd === -1 || fingerprintEnd >= end) return false;
+    this.id = buffer.toString('utf8', EVENT_HEAD.length, idEnd);
+    this.created = created;
+    this.systemFingerprint = buffer.toString('utf8', fingerprint, fingerprintEnd);
+    return true;
   }
 
   private keep(output: Buffer): void {

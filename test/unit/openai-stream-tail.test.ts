@@ -306,6 +306,68 @@ test('terminal events in the common layout are read without parsing the event, w
     { index: 0, delta: {}, finish_reason: 'length' }, { index: 1, delta: {}, finish_reason: 'stop' }]);
 });
 
+test('the first event in OpenAI\'s layout gives its identity by position; any other layout is searched, with the same values', () => {
+  const hits: number[] = [];
+  const prototype = OpenAIStreamTail.prototype as unknown as { identityInPlace(buffer: Buffer, end: number): boolean };
+  const original = prototype.identityInPlace;
+  prototype.identityInPlace = function counted(this: unknown, buffer: Buffer, end: number) {
+    const found = original.call(this, buffer, end);
+    if (found) hits.push(1);
+    return found;
+  };
+  const identity = (events: string[]) => {
+    const data = dataEvents(run(events).output).filter((item) => item !== '[DONE]');
+    const final = JSON.parse(data.at(-1)!) as Json;
+    return [final.id, final.created, final.system_fingerprint];
+  };
+  try {
+    const events = openAIStream();
+    assert.deepEqual(identity(events), ['chatcmpl-up1', CREATED, 'fp_1']);
+    assert.equal(hits.length, 1, 'read in place');
+    const layouts: Record<string, (event: string) => string> = {
+      'spaces after colons': (event) => event.replace(/":/g, '": '),
+      'fingerprint after choices': (event) => event.replace(',"system_fingerprint":"fp_1"', '').replace(/}\n\n$/, ',"system_fingerprint":"fp_1"}\n\n'),
+      'members in another order': (event) => event.replace('{"id":"chatcmpl-up1","object":"chat.completion.chunk"', '{"object":"chat.completion.chunk","id":"chatcmpl-up1"'),
+    };
+    for (const [name, alter] of Object.entries(layouts)) {
+      hits.length = 0;
+      assert.deepEqual(identity([alter(events[0]), ...events.slice(1)]), ['chatcmpl-up1', CREATED, 'fp_1'], name);
+      assert.equal(hits.length, 0, `${name}: searched`);
+    }
+    // no fingerprint at all: none in the tail either, whichever way it is read
+    hits.length = 0;
+    const bare = events.map((event) => event.replace(',"system_fingerprint":"fp_1"', ''));
+    assert.deepEqual(identity(bare), ['chatcmpl-up1', CREATED, undefined]);
+    assert.equal(hits.length, 0);
+  } finally {
+    prototype.identityInPlace = original;
+  }
+});
+
+test('upstream usage in the layout it is billed in is re-emitted as sent; any other is written from the billed numbers', () => {
+  const finalUsage = (usageJson: string) => {
+    const usageEvent = chunk([], { usage: 'USAGE' }).replace('"USAGE"', usageJson);
+    const { output, result } = run([...openAIStream({ usage: false, done: false }), usageEvent, 'data: [DONE]\n\n']);
+    const data = dataEvents(output).filter((item) => item !== '[DONE]');
+    return { text: data.at(-1)!.slice(data.at(-1)!.indexOf('"usage":') + 8, -1), result };
+  };
+  const canonical = '{"prompt_tokens":12,"completion_tokens":9,"total_tokens":21,"prompt_tokens_details":{"cached_tokens":4,"audio_tokens":null},"completion_tokens_details":{"reasoning_tokens":0}}';
+  const asSent = finalUsage(canonical);
+  assert.equal(asSent.text, canonical);
+  assert.deepEqual(asSent.result.usage, JSON.parse(canonical));
+  for (const other of [
+    '{"completion_tokens":9,"prompt_tokens":12,"total_tokens":21}',   // another order
+    '{"prompt_tokens":12,"completion_tokens":9,"total_tokens":21,"cost":0.25}',   // a member the bill does not know
+    '{"prompt_tokens":12.0,"completion_tokens":9,"total_tokens":21}',
+    '{"prompt_tokens":12,"completion_tokens":9,"total_tokens":21,"prompt_tokens_details":null}',
+    '{"input_tokens":12,"output_tokens":9}',
+  ]) {
+    const written = finalUsage(other);
+    assert.equal(written.text, JSON.stringify(written.result.usage), other);
+    assert.deepEqual([written.result.usage.prompt_tokens, written.result.usage.completion_tokens, written.result.usage.total_tokens], [12, 9, 21], other);
+  }
+});
+
 test('a terminal event the common layout does not cover keeps its content and its usage on the general path', () => {
   const withContent = chunk([{ index: 0, delta: { content: ' bye' }, finish_reason: 'stop' }], { usage: { prompt_tokens: 2, completion_tokens: 3, total_tokens: 5 } });
   const duplicateUsage = chunk([], { usage: UPSTREAM_USAGE }).replace(/}\n\n$/, ',"usage":{"prompt_tokens":7,"completion_tokens":1}}\n\n');
