@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { OpenAIStreamTail, parseUsageFromChatResponse, type Usage } from '../../src/formats/openai-stream-tail';
+import { OpenAIStreamTail, canonicalUsage, normalizeUsage, parseUsageFromChatResponse, type Usage } from '../../src/formats/openai-stream-tail';
 import { SseDecoder } from '../../src/formats/sse';
 import { countTokens } from '../../src/billing/tokens';
 
@@ -365,6 +365,36 @@ test('upstream usage in the layout it is billed in is re-emitted as sent; any ot
     const written = finalUsage(other);
     assert.equal(written.text, JSON.stringify(written.result.usage), other);
     assert.deepEqual([written.result.usage.prompt_tokens, written.result.usage.completion_tokens, written.result.usage.total_tokens], [12, 9, 21], other);
+  }
+});
+
+test('canonicalUsage reads exactly what JSON.parse and normalizeUsage read, or declines (differential, seeded)', () => {
+  let seed = 7;
+  const random = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+  const pick = <T>(values: T[]): T => values[Math.floor(random() * values.length)];
+  const count = () => pick([0, 1, 22, 4096, 999_999_999_999_999, 1.5, -3, null]);
+  let read = 0;
+  for (let round = 0; round < 2000; round += 1) {
+    const members: [string, unknown][] = [['prompt_tokens', count()], ['completion_tokens', count()], ['total_tokens', count()]];
+    if (random() < 0.6) members.push(['prompt_tokens_details', random() < 0.9 ? { cached_tokens: count(), ...(random() < 0.3 ? { audio_tokens: count() } : {}) } : null]);
+    if (random() < 0.5) members.push(['completion_tokens_details', { reasoning_tokens: count() }]);
+    if (random() < 0.1) members.push(['cost', 0.25]);
+    if (random() < 0.2) members.sort(() => random() - 0.5);
+    if (random() < 0.1) members.splice(2, 1);
+    let text = JSON.stringify(Object.fromEntries(members));
+    if (random() < 0.1) text = text.replace(/:/g, ': ');
+    const fast = canonicalUsage(text);
+    const parsed = normalizeUsage(JSON.parse(text));
+    if (fast === undefined) continue;
+    read += 1;
+    assert.deepEqual(fast, parsed, text);
+    assert.equal(JSON.stringify(fast), text, `re-emitting ${text} as sent is what the billed object would write`);
+  }
+  assert.ok(read > 200, `${read} texts read by the pattern`);
+  assert.deepEqual(canonicalUsage('{"prompt_tokens":2,"completion_tokens":3,"total_tokens":5}'), { prompt_tokens: 2, completion_tokens: 3, total_tokens: 5 });
+  for (const declined of ['{"prompt_tokens":02,"completion_tokens":3,"total_tokens":5}', '{"prompt_tokens":2,"completion_tokens":3}',
+    '{"prompt_tokens":2,"completion_tokens":3,"total_tokens":5,"prompt_tokens_details":{"cached_tokens":{"a":1}}}']) {
+    assert.equal(canonicalUsage(declined), undefined, declined);
   }
 });
 
