@@ -85,10 +85,11 @@ class NodeExchange extends ExchangeLifecycle implements Exchange {
     this.response.once('drain', listener);
   }
 
-  end(chunk?: string | Buffer): void {
+  end(...chunks: Array<string | Buffer>): void {
     if (this.finished) return;
     this.finished = true;
-    this.response.end(chunk);
+    for (let index = 0; index < chunks.length - 1; index += 1) this.response.write(chunks[index]);
+    this.response.end(chunks.at(-1));
     this.server.requestEnded();
   }
 }

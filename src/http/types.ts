@@ -26,7 +26,8 @@ export interface Exchange {
   write(chunk: string | Buffer): boolean;
   /** Called once, when the buffered output has drained after write() returned false. */
   onWritable(listener: () => void): void;
-  end(chunk?: string | Buffer): void;
+  /** Ends the answer with these last bytes, if any (the uWS front sends them and the end in one write). */
+  end(...chunks: Array<string | Buffer>): void;
   /** true once the answer has ended or the client has gone */
   readonly finished: boolean;
 }

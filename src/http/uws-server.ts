@@ -190,11 +190,15 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
     });
   }
 
-  end(chunk?: string | Buffer): void {
+  end(...chunks: Array<string | Buffer>): void {
     if (this.finished) return;
     this.finished = true;
     const close = this.server.draining || this.closeAfterAnswer;
-    this.response.cork(() => { this.writeHead(); this.response.end(chunk ?? NO_BODY, close); });
+    this.response.cork(() => {
+      this.writeHead();
+      for (let index = 0; index < chunks.length - 1; index += 1) this.response.write(chunks[index]);
+      this.response.end(chunks.length === 0 ? NO_BODY : chunks[chunks.length - 1], close);
+    });
     this.server.requestEnded();
   }
 }

@@ -13,7 +13,8 @@ import { pipeStream, type StreamTransform } from '../../src/relay/stream-pipe';
 class ScriptedClient {
   status = 0;
   written: string[] = [];
-  ended: string | undefined;
+  /** what end() got: the last bytes, sent with the end */
+  endedWith: string[] | undefined;
   aborted = false;
   capacity = Infinity;
   private writable: (() => void) | undefined;
@@ -25,7 +26,11 @@ class ScriptedClient {
     return this.written.length < this.capacity;
   }
   onWritable(listener: () => void): void { this.writable = listener; }
-  end(chunk?: string | Buffer): void { this.ended = chunk?.toString() ?? ''; }
+  end(...chunks: Array<string | Buffer>): void { this.endedWith = chunks.map(String); }
+  /** the last bytes of the answer */
+  get ended(): string | undefined { return this.endedWith?.at(-1) ?? (this.endedWith && ''); }
+  /** every piece the client got, in order */
+  get received(): string[] { return [...this.written, ...(this.endedWith ?? [])]; }
   onAbort(listener: () => void): void { this.abortListener = listener; }
 
   /** the client's buffer drained */
@@ -66,7 +71,7 @@ test('a slow client pauses the upstream body until it drains; nothing is lost or
   const result = await outcome;
   assert.equal(result.endReason, 'completed');
   assert.equal(client.status, 200);
-  assert.deepEqual(client.written, ['data: 1\n\n', 'data: 2\n\n', 'data: 3\n\n', 'data: 4\n\n']);
+  assert.deepEqual(client.received, ['data: 1\n\n', 'data: 2\n\n', 'data: 3\n\n', 'data: 4\n\n', 'data: [DONE]\n\n']);
   assert.equal(client.ended, 'data: [DONE]\n\n');
   assert.equal(aborted, false);
 });
@@ -103,4 +108,43 @@ test('an upstream failure after the first byte ends the stream with an error eve
   silent.destroy(Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }));
   await assert.rejects(failing, (error: GatewayErrorShape) => error.status >= 500);
   assert.equal(fresh.status, 0, 'nothing was sent: the caller may fail over');
+});
+
+/** An upstream body whose events the test fires itself, several in one turn if it likes (as undici's parser does). */
+class ScriptedBody {
+  private readonly listeners = new Map<string, (value?: any) => void>();
+  on(event: string, listener: (value?: any) => void): this { this.listeners.set(event, listener); return this; }
+  pause(): this { return this; }
+  resume(): this { return this; }
+  destroy(): this { return this; }
+  emit(event: 'data' | 'end' | 'error', value?: unknown): void { this.listeners.get(event)?.(value); }
+}
+
+test('the last chunk goes out with the end when both arrive in one turn; a chunk on its own is written on the next microtask', async () => {
+  const client = new ScriptedClient();
+  const upstream = new ScriptedBody();
+  const outcome = pipeStream(client.asExchange(), upstream, passThroughTransform, { abort: () => {} }, 'test');
+  upstream.emit('data', Buffer.from('data: 1\n\n'));
+  await Promise.resolve();
+  assert.deepEqual(client.written, ['data: 1\n\n'], 'written without waiting for more');
+  assert.equal(client.endedWith, undefined);
+  upstream.emit('data', Buffer.from('data: 2\n\n'));
+  upstream.emit('end');
+  const result = await outcome;
+  assert.equal(result.endReason, 'completed');
+  assert.deepEqual(client.written, ['data: 1\n\n']);
+  assert.deepEqual(client.endedWith, ['data: 2\n\n', 'data: [DONE]\n\n'], 'one send: the last chunk and the tail with the end');
+
+  // an upstream failure in the same turn as a chunk: the chunk was produced, so the stream goes on
+  // to its error event instead of failing over
+  const second = new ScriptedClient();
+  const failing = new ScriptedBody();
+  const failed = pipeStream(second.asExchange(), failing, passThroughTransform, { abort: () => {} }, 'test');
+  failing.emit('data', Buffer.from('data: 1\n\n'));
+  failing.emit('error', Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }));
+  const failure = await failed;
+  assert.equal(failure.endReason, 'upstream_error');
+  assert.equal(second.status, 200);
+  assert.equal(second.received[0], 'data: 1\n\n');
+  assert.match(second.ended ?? '', /^data: \{"error"/);
 });
