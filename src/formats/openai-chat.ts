@@ -3,6 +3,7 @@
 // messages, no schema library, no copies of the body. Unknown fields are not looked at; they pass
 // through to the upstream untouched.
 import { badRequest } from '../errors';
+import { isObject, type JsonObject } from './json-value';
 
 export interface ChatRequestInfo {
   model: string;
@@ -24,7 +25,6 @@ export interface ChatRequestInfo {
   lastUserText: string;
 }
 
-type JsonObject = Record<string, unknown>;
 
 const ROLES = new Set(['system', 'user', 'assistant', 'function', 'tool', 'developer']);
 const IMAGE_DETAILS = new Set(['high', 'low', 'auto']);
@@ -34,9 +34,6 @@ const MAX_STOP_SEQUENCES = 4;
 const MAX_CHOICES = 128;
 const DATA_IMAGE_URI = /^data:image\/[a-z0-9.+-]+;base64,/i;
 
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function checkNumber(body: JsonObject, name: string, min: number, max: number): void {
   const value = body[name];

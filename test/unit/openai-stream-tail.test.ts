@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { OpenAIStreamTail, canonicalUsage, normalizeUsage, parseUsageFromChatResponse, type Usage } from '../../src/formats/openai-stream-tail';
+import { OpenAIStreamTail } from '../../src/formats/openai-stream-tail';
+import { canonicalUsage, normalizeUsage, parseUsageFromChatResponse, type Usage } from '../../src/formats/openai-usage';
 import { SseDecoder } from '../../src/formats/sse';
 import { countTokens } from '../../src/billing/tokens';
 
