@@ -6,7 +6,7 @@
 const LINE_FEED = 10;
 const CARRIAGE_RETURN = 13;
 const SPACE = 32;
-const QUOTE = 34;
+export const QUOTE = 34;
 const COLON = 58;
 const UNDERSCORE = 95;
 const REASON_KEY = Buffer.from('reason"');

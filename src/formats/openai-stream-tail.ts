@@ -13,7 +13,7 @@ import { CompletionTextSample } from './completion-text';
 import { isObject, type JsonObject } from './json-value';
 import {
   eventStartBefore, scanResult,
-  HAS_CALLS, MAY_BE_TERMINAL, endsWithDone, eventData, holdsDone, lastEventEnd, matchesAt, nextEventEnd, readStringValue,
+  HAS_CALLS, MAY_BE_TERMINAL, QUOTE, endsWithDone, eventData, holdsDone, lastEventEnd, matchesAt, nextEventEnd, readStringValue,
   scanUnderscores, valueAfterKey,
 } from './openai-stream-scan';
 import { canonicalUsage, normalizeUsage, type Usage } from './openai-usage';
@@ -47,7 +47,6 @@ const NO_REASON: readonly [number, string][] = [[0, 'stop']];
 const ID_KEY = Buffer.from('"id"');
 const CREATED_KEY = Buffer.from('"created"');
 const FINGERPRINT_KEY = Buffer.from('"system_fingerprint"');
-const QUOTE = 34;
 /** The start of a first event in OpenAI's own layout, in its order (see identityInPlace) */
 const EVENT_HEAD = Buffer.from('data: {"id":"');
 const AFTER_ID = Buffer.from('","object":"chat.completion.chunk","created":');

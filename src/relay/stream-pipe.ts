@@ -52,7 +52,7 @@ export function pipeStream(exchange: Exchange, body: BodySource, transform: Stre
         exchange.onWritable(() => { if (!settled) body.resume(); });
       }
     };
-    const finish = (last: Buffer | string) => {
+    const endWith = (last: Buffer | string) => {
       begin();
       const before = pending;
       pending = null;
@@ -73,7 +73,7 @@ export function pipeStream(exchange: Exchange, body: BodySource, transform: Stre
     });
     body.on('end', () => {
       if (settled) return;
-      finish(transform.finish());
+      endWith(transform.finish());
       settle({ endReason: 'completed', firstByteAt });
     });
     body.on('error', (error: unknown) => {
@@ -82,7 +82,7 @@ export function pipeStream(exchange: Exchange, body: BodySource, transform: Stre
       const mapped = fromTransportError(error, channel);
       // nothing produced for the client yet: the caller may try another channel
       if (!started && pending === null) { settled = true; reject(mapped); return; }
-      finish(transform.fail(mapped));
+      endWith(transform.fail(mapped));
       settle({ endReason: 'upstream_error', firstByteAt, error: mapped });
     });
   });
