@@ -89,29 +89,40 @@ export function callUpstream(context: ProviderContext, call: UpstreamCall, spec:
         readBounded(body, MAX_ERROR_BODY).then((text) => reject(fromUpstreamStatus(status, text, call.channel.name)));
         return;
       }
-      resolve({ status, contentType, body });
+      if (call.readLimit === undefined) { resolve({ status, contentType, body }); return; }
+      // Read as it arrives (undici hands over the body in the same turn as the head, usually): no
+      // chunks held for a reader attached later, no second promise. −0.6 to −1.7 µs a non-stream
+      // call at saturation (medians of three sets of eight alternated rounds).
+      collectBody(body, call.readLimit, call.channel.name, (error, bytes) => {
+        if (error) reject(error); else resolve({ status, contentType, body, bytes });
+      });
     });
   });
 }
 
 /**
- * Reads a whole 2xx body, bounded. Over the bound, or a transport failure while reading, is an
- * upstream error of the channel (retryable), never a crash.
+ * Reads a whole 2xx body, bounded; `done` is called once. Over the bound, or a transport failure
+ * while reading, is an upstream error of the channel (retryable), never a crash.
  */
-export function readAnswer(answer: UpstreamAnswer, limit: number, channel: string): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    let size = 0;
-    const body = answer.body;
-    body.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        body.destroy(Object.assign(new Error(`upstream response exceeds ${limit} bytes`), { code: 'UPSTREAM_TOO_LARGE' }));
-        return;
-      }
-      parts.push(chunk);
-    });
-    body.on('end', () => resolve(parts.length === 1 ? parts[0] : Buffer.concat(parts, size)));
-    body.on('error', (error: Error) => reject(fromTransportError(error, channel)));
+function collectBody(body: BodySource, limit: number, channel: string, done: (error: Error | null, bytes?: Buffer) => void): void {
+  const parts: Buffer[] = [];
+  let size = 0;
+  body.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (size > limit) {
+      body.destroy(Object.assign(new Error(`upstream response exceeds ${limit} bytes`), { code: 'UPSTREAM_TOO_LARGE' }));
+      return;
+    }
+    parts.push(chunk);
   });
+  body.on('end', () => done(null, parts.length === 1 ? parts[0] : Buffer.concat(parts, size)));
+  body.on('error', (error: Error) => done(fromTransportError(error, channel)));
+}
+
+/** The whole 2xx body, bounded (see collectBody); at once when the call read it already (readLimit). */
+export function readAnswer(answer: UpstreamAnswer, limit: number, channel: string): Promise<Buffer> {
+  if (answer.bytes !== undefined) return Promise.resolve(answer.bytes);
+  return new Promise((resolve, reject) => collectBody(answer.body, limit, channel, (error, bytes) => {
+    if (error) reject(error); else resolve(bytes!);
+  }));
 }

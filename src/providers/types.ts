@@ -26,6 +26,11 @@ export interface UpstreamCall {
   signal: CallSignal;
   /** extra request headers a dialect needs (anthropic-version, …) */
   headers?: Record<string, string>;
+  /**
+   * Read a 2xx body whole as it arrives, at most this many bytes, into `UpstreamAnswer.bytes` (for
+   * callers that need the whole answer; see readAnswer). Providers that answer in-process may ignore it.
+   */
+  readLimit?: number;
 }
 
 export interface JsonCall extends UpstreamCall {
@@ -47,12 +52,14 @@ export interface VideoCall extends UpstreamCall {
   vendor: string;
 }
 
-/** A 2xx answer whose body has not been read yet. Non-2xx answers are thrown as GatewayError. */
+/** A 2xx answer. Non-2xx answers are thrown as GatewayError. */
 export interface UpstreamAnswer {
   status: number;
   contentType: string;
   /** undici's answers come as the light body of upstream-call.ts; the simulator's and translations' are Readables */
   body: BodySource;
+  /** the whole body, already read (UpstreamCall.readLimit); `body` is then used up */
+  bytes?: Buffer;
 }
 
 export interface ProviderContext {

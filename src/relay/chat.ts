@@ -80,13 +80,14 @@ export function relayChatCompletions(call: ChatCall): Promise<void> {
       const upstreamBody = withUpstreamOptions(body, options);
       return attempt.provider.chatCompletions!({
         channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream, signal: scope.abort.signal,
-        body: upstreamBody, raw: upstreamChatBytes(raw, body, upstreamBody, options),
+        body: upstreamBody, raw: upstreamChatBytes(raw, body, upstreamBody, options), readLimit: stream ? undefined : MAX_ANSWER_BYTES,
       });
     };
 
     if (!info.stream) {
       return withFailover(context, model, caller.key.group, capable,
-        (attempt) => send(attempt, false).then((answer) => readAnswer(answer, MAX_ANSWER_BYTES, attempt.channel.name)), scope.abort.signal,
+        // the bytes themselves when the provider read them (no promise to adopt), else a read
+        (attempt) => send(attempt, false).then((answer) => answer.bytes ?? readAnswer(answer, MAX_ANSWER_BYTES, attempt.channel.name)), scope.abort.signal,
       ).then(({ result: bytes, attempt }) => {
         let usage = parseUsageFromChatResponse(bytes);
         let source: 'upstream' | 'estimated' = 'upstream';

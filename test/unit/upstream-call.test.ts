@@ -6,8 +6,13 @@ import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
+import type { ChannelConfig, ModelConfig } from '../../src/config';
+import type { GatewayError } from '../../src/errors';
+import { callUpstream, readAnswer } from '../../src/providers/http-call';
 import { translateSseStream } from '../../src/providers/translated-answers';
+import type { ProviderContext, UpstreamCall } from '../../src/providers/types';
 import { CallAbort } from '../../src/upstream/call-abort';
+import { UpstreamPools } from '../../src/upstream/pools';
 import { requestUpstream, type BodySource, type UpstreamHead, type UpstreamRequestOptions } from '../../src/upstream/upstream-call';
 
 type Route = (request: IncomingMessage, response: ServerResponse) => void;
@@ -222,4 +227,40 @@ test('a translated stream over an upstream body: events translated in order; des
   assert.equal(failure.message, 'cannot translate');
   await sleep(100);
   assert.ok(cutOff.has('/sse-bad'), 'the upstream connection was closed');
+});
+
+test('callUpstream with readLimit reads a 2xx body whole as it arrives; past the limit the call fails with a retryable upstream error', async () => {
+  routes.set('/whole', (_request, response) => {
+    response.setHeader('content-type', 'application/json');
+    response.write('{"a":');
+    setTimeout(() => response.end('1}'), 10);
+  });
+  routes.set('/big', (_request, response) => {
+    response.setHeader('content-type', 'application/json');
+    response.end(`"${'x'.repeat(5000)}"`);
+  });
+  const pools = new UpstreamPools();
+  const context = { pools } as unknown as ProviderContext;
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const channel = { name: 'whole', timeouts: { connectMs: 1_000, firstByteMs: 60_000, idleMs: 60_000 } } as ChannelConfig;
+  const base: UpstreamCall = { channel, apiKey: 'k', upstreamModel: 'm', model: {} as ModelConfig, stream: false, signal: new CallAbort().signal };
+  const get = (path: string) => ({ method: 'GET' as const, url: `${origin}${path}`, headers: {} });
+  try {
+    const whole = await callUpstream(context, { ...base, readLimit: 1_000 }, get('/whole'));
+    assert.equal(whole.bytes?.toString(), '{"a":1}', 'both pieces, read before the call resolved');
+    assert.equal((await readAnswer(whole, 1_000, 'whole')).toString(), '{"a":1}');
+
+    const lazy = await callUpstream(context, base, get('/whole'));
+    assert.equal(lazy.bytes, undefined, 'without readLimit the body is the caller\'s to read');
+    assert.equal((await readAnswer(lazy, 1_000, 'whole')).toString(), '{"a":1}');
+
+    await assert.rejects(callUpstream(context, { ...base, readLimit: 1_000 }, get('/big')), (error: GatewayError) => {
+      assert.equal(error.status, 502);
+      assert.equal(error.retryable, true, 'another channel may be tried');
+      assert.match(error.message, /UPSTREAM_TOO_LARGE/);
+      return true;
+    });
+  } finally {
+    await pools.close();
+  }
 });
