@@ -66,6 +66,7 @@ export async function relayMessages(call: MessagesCall): Promise<void> {
       return attempt.provider.messages!({
         channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream: info.stream,
         signal: scope.abort.signal, headers: call.headers, body: { ...body, model: attempt.upstreamModel },
+        readLimit: info.stream ? undefined : MAX_ANSWER_BYTES,
       });
     };
 
