@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { checkEndpoint, chatBody, IdleConnections, measureFirstByte, runLoad, scenarios, type Endpoint, type Scenario } from './load';
 import { ChildProcesses, choosePlacement, MemorySampler, pinSelf, readMemory, type Placement } from './processes';
 import {
-  checkLines, describeMachine, evaluateTargets, renderMarkdown, RESULTS_DIR, writeResults, type Check, type RunReport, type TargetRun,
+  checkLines, describeMachine, evaluateTargets, renderMarkdown, RESULTS_DIR, writeResults, type AlternatedRounds, type Check, type RunReport, type TargetRun,
 } from './report';
 import { runMicro } from './micro';
 import { summarizeProfiles } from './profile';
@@ -20,6 +20,8 @@ import { BENCH_MODEL, startMock, startPassthroughProcess, startTollgate, type To
 
 const USAGE = `npm run bench -- [options]
   --duration S        measured seconds per scenario (default 10)
+  --rounds N          then each throughput scenario again in N rounds, pass-through and Tollgate alternated (default 6; 0 = off)
+  --round-seconds S   measured seconds of each target in a round (default 2, after a 0.5 s warm-up)
   --warmup S          warm-up seconds before each scenario (default 2)
   --connections N     connections of the throughput scenarios (default 50)
   --idle N            idle keep-alive connections held against Tollgate meanwhile (default 5000; 0 = off)
@@ -34,6 +36,7 @@ const USAGE = `npm run bench -- [options]
 
 interface Options {
   duration: number; warmup: number; connections: number; idle: number; ttfbRequests: number; chunks: number;
+  rounds: number; roundSeconds: number;
   gatewayCpus?: string; clientCpus?: string; target?: string; key?: string; model?: string;
   soak: boolean; requests: number; maxSeconds: number; micro: boolean; profile: boolean;
   /** set from --profile: where Tollgate's processes write their profiles */
@@ -52,6 +55,7 @@ function parseOptions(argv: string[]): Options {
     args: argv, strict: true, allowPositionals: false,
     options: {
       duration: { type: 'string' }, warmup: { type: 'string' }, connections: { type: 'string' }, idle: { type: 'string' },
+      rounds: { type: 'string' }, 'round-seconds': { type: 'string' },
       'ttfb-requests': { type: 'string' }, chunks: { type: 'string' }, 'gateway-cpus': { type: 'string' }, 'client-cpus': { type: 'string' },
       target: { type: 'string' }, key: { type: 'string' }, model: { type: 'string' },
       soak: { type: 'boolean' }, requests: { type: 'string' }, 'max-seconds': { type: 'string' }, micro: { type: 'boolean' }, profile: { type: 'boolean' },
@@ -63,6 +67,8 @@ function parseOptions(argv: string[]): Options {
   return {
     duration: positive('duration', values.duration, 10),
     warmup: positive('warmup', values.warmup, 2, true),
+    rounds: Math.round(positive('rounds', values.rounds, 6, true)),
+    roundSeconds: positive('round-seconds', values['round-seconds'], 2),
     connections: Math.round(positive('connections', values.connections, 50)),
     idle: Math.round(positive('idle', values.idle, values.target ? 0 : 5000, true)),
     ttfbRequests: Math.round(positive('ttfb-requests', values['ttfb-requests'], 2000, true)),
@@ -142,6 +148,36 @@ async function measureAll(subjects: Subject[], measure: Measure): Promise<void> 
   }
 }
 
+/** warm-up of a target at the start of its turn in a round: the other one had the machine before */
+const ROUND_WARMUP_SECONDS = 0.5;
+
+/**
+ * Each throughput scenario again in short rounds, the pass-through and Tollgate in turn and the
+ * order flipped every round, so both meet the same moments of a shared machine. A single pass of
+ * each (measureAll) moved the ratio by several points from run to run.
+ */
+async function alternate(baseline: Subject, tollgate: Subject, measure: Measure): Promise<AlternatedRounds[]> {
+  const { options, scenarioList, model } = measure;
+  const results: AlternatedRounds[] = [];
+  for (const scenario of scenarioList.filter((entry) => entry.connections > 1)) {
+    log(`  alternated rounds: ${scenario.label}, ${options.rounds} × ${options.roundSeconds} s each`);
+    const body = chatBody(model, scenario.stream);
+    const measureOne = (subject: Subject) => runLoad(subject.endpoint, body, scenario.connections, options.roundSeconds, ROUND_WARMUP_SECONDS, subject.pids);
+    const rounds: AlternatedRounds['rounds'] = [];
+    for (let round = 0; round < options.rounds; round += 1) {
+      if (round % 2 === 0) {
+        const passthrough = await measureOne(baseline);
+        rounds.push({ passthrough, tollgate: await measureOne(tollgate) });
+      } else {
+        const ours = await measureOne(tollgate);
+        rounds.push({ passthrough: await measureOne(baseline), tollgate: ours });
+      }
+    }
+    results.push({ scenario: scenario.id, rounds });
+  }
+  return results;
+}
+
 function newRun(id: TargetRun['id'], label: string, url: string): TargetRun {
   return { id, label, url, scenarios: {}, memory: [] };
 }
@@ -150,7 +186,7 @@ function tollgateMemory(tollgate: Tollgate, sampler: MemorySampler): { process: 
   return [...sampler.peakKb].map(([pid, peakKb]) => ({ process: pid === tollgate.supervisorPid ? `supervisor (pid ${pid})` : `worker (pid ${pid})`, peakKb }));
 }
 
-async function compare(options: Options, placement: Placement, children: ChildProcesses, notes: string[]): Promise<{ targets: TargetRun[]; checks: Check[] }> {
+async function compare(options: Options, placement: Placement, children: ChildProcesses, notes: string[]): Promise<{ targets: TargetRun[]; checks: Check[]; alternated: AlternatedRounds[] }> {
   const measure: Measure = { options, scenarioList: scenarios(options.connections), model: BENCH_MODEL };
   log('starting the mock upstream, the pass-through and Tollgate');
   const mock = await startMock(children, placement, options.chunks);
@@ -164,14 +200,13 @@ async function compare(options: Options, placement: Placement, children: ChildPr
     const sampler = new MemorySampler(() => [tollgate.supervisorPid, ...tollgate.workerPids()]);
     baselineSampler.start();
     sampler.start();
-    await measureAll([
-      { run: direct, endpoint: chatEndpoint(mock.url), pids: () => [mock.pid] },
-      { run: baseline, endpoint: chatEndpoint(passthrough.url), pids: () => [passthrough.pid] },
-      {
-        run: full, endpoint: chatEndpoint(tollgate.url, tollgate.key), idle: { count: options.idle, url: tollgate.url },
-        pids: () => [tollgate.supervisorPid, ...tollgate.workerPids()],
-      },
-    ], measure);
+    const baselineSubject: Subject = { run: baseline, endpoint: chatEndpoint(passthrough.url), pids: () => [passthrough.pid] };
+    const tollgateSubject: Subject = {
+      run: full, endpoint: chatEndpoint(tollgate.url, tollgate.key), idle: { count: options.idle, url: tollgate.url },
+      pids: () => [tollgate.supervisorPid, ...tollgate.workerPids()],
+    };
+    await measureAll([{ run: direct, endpoint: chatEndpoint(mock.url), pids: () => [mock.pid] }, baselineSubject, tollgateSubject], measure);
+    const alternated = options.rounds > 0 ? await alternate(baselineSubject, tollgateSubject, measure) : [];
     baselineSampler.stop();
     sampler.stop();
     baseline.memory = [...baselineSampler.peakKb].map(([pid, peakKb]) => ({ process: `pass-through (pid ${pid})`, peakKb }));
@@ -190,9 +225,13 @@ async function compare(options: Options, placement: Placement, children: ChildPr
     notes.push('target CPU: CPU time of the target\'s processes during the measured seconds (100% = one core; the gateway has one core); '
       + 'below ~90% at 50 connections the target was not the bottleneck, the mock or the load generator was');
     if (options.idle > 0) notes.push(`the ${options.idle} idle connections are opened before Tollgate's first throughput scenario and held until its last one ended`);
-    const evaluated = evaluateTargets(targets);
+    if (alternated.length > 0) {
+      notes.push(`throughput checks: the median of ${options.rounds} rounds per scenario after the single pass, each round ${options.roundSeconds} s of the pass-through and of Tollgate `
+        + `(after ${ROUND_WARMUP_SECONDS} s of warm-up each), in turn, the order flipped every round; the idle connections are closed by then`);
+    }
+    const evaluated = evaluateTargets(targets, alternated);
     notes.push(...evaluated.notes);
-    return { targets, checks: evaluated.checks };
+    return { targets, checks: evaluated.checks, alternated };
   } finally {
     await children.stop(tollgate.supervisorPid);
     tollgate.cleanup();
@@ -275,7 +314,7 @@ async function main(): Promise<void> {
 
   try {
     const kind: RunReport['kind'] = options.soak ? 'soak' : options.target ? 'target' : 'compare';
-    const measured: Pick<RunReport, 'targets' | 'checks' | 'soak'> = kind === 'soak' ? await soak(options, placement, children, notes)
+    const measured: Pick<RunReport, 'targets' | 'checks' | 'soak' | 'alternated'> = kind === 'soak' ? await soak(options, placement, children, notes)
       : kind === 'target' ? await external(options, notes)
         : await compare(options, placement, children, notes);
     const loadAtEnd = loadavg()[0];
@@ -285,6 +324,7 @@ async function main(): Promise<void> {
       ? { requests: options.requests, connections: options.connections, 'max seconds': options.maxSeconds, 'mock chunks': options.chunks }
       : {
         'measured s': options.duration, 'warm-up s': options.warmup, 'throughput connections': options.connections,
+        ...(kind === 'compare' ? { 'alternated rounds': options.rounds, 'round s': options.roundSeconds } : {}),
         'idle connections': options.idle, 'TTFB requests': options.ttfbRequests, ...(kind === 'compare' ? { 'mock chunks': options.chunks } : {}),
         pipelining: 1, 'load generator': 'autocannon 9 (in-process), latency from every response',
       };
@@ -293,7 +333,7 @@ async function main(): Promise<void> {
     const report: RunReport = {
       kind, startedAt, command: commandLine(argv), machine: describeMachine(), placement: placement.description, settings,
       scenarios: kind === 'soak' ? [] : scenarios(options.connections), targets: measured.targets, checks: measured.checks,
-      notes, ...(measured.soak ? { soak: measured.soak } : {}), ...(profile ? { profile } : {}),
+      notes, ...(measured.soak ? { soak: measured.soak } : {}), ...(measured.alternated?.length ? { alternated: measured.alternated } : {}), ...(profile ? { profile } : {}),
     };
     const markdown = renderMarkdown(report);
     const written = writeResults(report, markdown);

@@ -66,3 +66,28 @@ test('first byte: the added p50 is checked; the p99s are shown side by side, not
   assert.equal(check.pass, true);
   assert.equal(targets(1).pass, false, 'a bad answer fails the check whatever the latency');
 });
+
+test('with alternated rounds the check is their median ratio per core, shown with their range and the single pass; an error in a round fails it', () => {
+  const targets = [
+    run('mock', load(26_000, 60), load(20_000, 60)),
+    run('passthrough', load(20_000, 100), load(15_000, 100)),
+    run('tollgate', load(17_000, 100), load(12_000, 100)),   // single pass: 85% and 80%, both over their targets
+  ];
+  // per core: 40,000 ÷ 50,000 = 80% … the median of 70%, 75%, 79% is 75%
+  const rounds = (ratios: number[], tollgateExtra: Partial<LoadResult> = {}) => ratios.map((ratio) => ({
+    passthrough: load(25_000, 50), tollgate: load(50_000 * ratio * 0.5, 50, tollgateExtra),
+  }));
+  const evaluated = (alternated: Parameters<typeof evaluateTargets>[1]) => {
+    const { checks } = evaluateTargets(targets, alternated);
+    return { chat: checks.find((check) => check.name.startsWith('non-stream throughput'))!, stream: checks.find((check) => check.name.startsWith('stream throughput'))! };
+  };
+  const { chat, stream } = evaluated([{ scenario: 'chat-50', rounds: rounds([0.79, 0.7, 0.75]) }]);
+  assert.equal(chat.pass, false, 'the single pass would pass; the median of the rounds does not');
+  assert.match(chat.measured, /^75\.0% per core, median of 3 alternated rounds \(70\.0%–79\.0%\); single pass 85\.0% per core/);
+  assert.equal(stream.pass, true, 'a scenario without rounds keeps its single pass');
+  assert.match(stream.measured, /^80\.0% per core \(/);
+
+  assert.equal(evaluated([{ scenario: 'chat-50', rounds: rounds([0.9, 0.85, 0.82, 0.88]) }]).chat.pass, true);
+  assert.match(evaluated([{ scenario: 'chat-50', rounds: rounds([0.9, 0.85, 0.82, 0.88]) }]).chat.measured, /^86\.5% per core, median of 4/);
+  assert.equal(evaluated([{ scenario: 'chat-50', rounds: rounds([0.9, 0.85, 0.82], { non2xx: 1 }) }]).chat.pass, false, 'a non-2xx answer in a round fails the check');
+});
