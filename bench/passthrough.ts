@@ -3,7 +3,8 @@
 // src/upstream/upstream-call.ts) behind, no auth, no validation, no billing.
 // It forwards status, content-type and body bytes; event streams (text/event-stream) are streamed
 // chunk by chunk with backpressure (uWS write() false → pause the upstream body, resume in
-// onWritable), other answers are sent whole.
+// onWritable), the last chunk sent with the end when both come in one turn, as Tollgate does;
+// other answers are sent whole.
 //
 // CLI: node dist/bench/passthrough.js --port N --upstream URL [--exit-with-stdin]   → prints {"url":"http://127.0.0.1:PORT"}
 import { Pool } from 'undici';
@@ -89,9 +90,15 @@ function relay(response: UwsResponse, status: number, type: string, body: BodySo
     return;
   }
 
+  // As Tollgate's stream pipe does: a chunk goes out on the next microtask, or with the end when
+  // both come in one turn (one send instead of two), so the baseline is not charged a send that
+  // Tollgate saves.
   let headWritten = false;
-  body.on('data', (chunk: Buffer) => {
-    if (isAborted()) { body.destroy(); return; }
+  let pending: Buffer | null = null;
+  const writePending = () => {
+    const chunk = pending;
+    if (chunk === null || isAborted()) return;
+    pending = null;
     let writable = true;
     response.cork(() => {
       if (!headWritten) { headWritten = true; writeHead(); }
@@ -101,15 +108,35 @@ function relay(response: UwsResponse, status: number, type: string, body: BodySo
       body.pause();
       response.onWritable(() => { body.resume(); return true; });
     }
+  };
+  body.on('data', (chunk: Buffer) => {
+    if (isAborted()) { body.destroy(); return; }
+    if (pending !== null) writePending();
+    pending = chunk;
+    queueMicrotask(writePending);
   });
   body.on('end', () => {
     if (isAborted()) return;
+    const last = pending;
+    pending = null;
     response.cork(() => {
       if (!headWritten) { headWritten = true; writeHead(); }
+      if (last !== null) response.write(last);
       response.end(EMPTY);
     });
   });
-  body.on('error', () => { if (!isAborted()) response.cork(() => response.end()); });
+  body.on('error', () => {
+    if (isAborted()) return;
+    const last = pending;
+    pending = null;
+    response.cork(() => {
+      if (last !== null) {
+        if (!headWritten) { headWritten = true; writeHead(); }
+        response.write(last);
+      }
+      response.end();
+    });
+  });
 }
 
 function parseArguments(argv: string[]): PassthroughOptions {
