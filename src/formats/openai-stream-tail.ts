@@ -187,7 +187,7 @@ export class OpenAIStreamTail {
     // cannot be re-emitted (see canonicalUsage). Members in the order OpenAI sends them.
     const head = `data: {"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(this.model)},"choices":[{"index":`;
     const fingerprint = this.systemFingerprint === undefined ? '' : `,"system_fingerprint":${JSON.stringify(this.systemFingerprint)}`;
-    const usageText = usageSource === 'upstream' && this.upstreamUsageText !== undefined ? this.upstreamUsageText : JSON.stringify(usage);
+    const usageText = this.upstreamUsageText ?? JSON.stringify(usage);
     let tail = '';
     for (let index = 0; index < reasons.length; index += 1) {
       const usagePart = index === reasons.length - 1 ? `,"usage":${usageText}` : '';

@@ -7,6 +7,8 @@ import { requestUpstream, type BodySource } from '../upstream/upstream-call';
 import type { UpstreamCall, UpstreamAnswer, ProviderContext } from './types';
 
 const MAX_ERROR_BODY = 64 * 1024;
+/** bound on a whole (non-stream) chat or messages answer held in memory */
+export const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 /** first-byte timeouts shorter than this are timed exactly (see callUpstream) */
 const EXACT_FIRST_BYTE_BELOW_MS = 10_000;
 

@@ -5,13 +5,10 @@ import { Readable } from 'node:stream';
 import { OpenAIToAnthropicStream } from '../formats/anthropic-to-openai';
 import { AnthropicToOpenAIStream } from '../formats/openai-to-anthropic';
 import { SseDecoder, type SseEvent } from '../formats/sse';
-import { readAnswer } from './http-call';
+import { MAX_ANSWER_BYTES, readAnswer } from './http-call';
 import { logWarnings, offloadThreshold, translate } from './translation';
 import type { BodySource } from '../upstream/upstream-call';
 import type { ProviderContext, UpstreamAnswer, UpstreamCall } from './types';
-
-/** bound on a non-stream upstream answer held in memory (as the chat relay's) */
-const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 
 export interface EventTranslator {
   push(event: SseEvent): string;

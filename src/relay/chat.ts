@@ -11,15 +11,13 @@ import { upstreamChatBytes, withUpstreamOptions } from '../formats/openai-chat';
 import { OpenAIStreamTail } from '../formats/openai-stream-tail';
 import { parseUsageFromChatResponse, type Usage } from '../formats/openai-usage';
 import type { Exchange } from '../http';
-import { readAnswer } from '../providers/http-call';
+import { MAX_ANSWER_BYTES, readAnswer } from '../providers/http-call';
 import type { Provider, UpstreamAnswer } from '../providers/types';
 import { billedCall } from './billed-call';
 import { withFailover, type Attempt } from './failover';
 import { pipeStream, type PipeOutcome } from './stream-pipe';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
-/** bound on a non-stream upstream answer held in memory */
-const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 
 export interface ChatCall {
   exchange: Exchange;

@@ -10,7 +10,7 @@ import type { GatewayContext } from '../context';
 import { renderError, upstreamError, type GatewayErrorShape } from '../errors';
 import type { MessagesRequestInfo } from '../formats/anthropic-messages';
 import type { Exchange } from '../http';
-import { readAnswer } from '../providers/http-call';
+import { MAX_ANSWER_BYTES, readAnswer } from '../providers/http-call';
 import type { Provider } from '../providers/types';
 import { billedCall } from './billed-call';
 import { withFailover, type Attempt } from './failover';
@@ -18,8 +18,6 @@ import { completionTokensOfMessage, localPromptTokens, MessagesStreamWatch, usag
 import { pipeStream, type PipeOutcome } from './stream-pipe';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
-/** bound on a non-stream upstream answer held in memory */
-const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 /** Closes a stream whose message_delta arrived but whose message_stop the upstream left out. */
 const MESSAGE_STOP_EVENT = 'event: message_stop\ndata: {"type":"message_stop"}\n\n';
 
