@@ -13,7 +13,12 @@ import { countTokens } from './handlers/count-tokens';
 import { imageEdits, imageGenerations } from './handlers/images';
 import { deprecationHeaders, videoStatus, videoSubmit } from './handlers/video';
 
-export type RouteHandler = (exchange: Exchange, params: string[], context: GatewayContext) => void | Promise<void>;
+/**
+ * A handler answers the exchange. Whatever it throws, or its returned promise rejects with, is
+ * answered by the dispatcher in the route's dialect; so is whatever it hands to `fail` (for handlers
+ * that continue in callbacks and return nothing).
+ */
+export type RouteHandler = (exchange: Exchange, params: string[], context: GatewayContext, fail: (error: unknown) => void) => void | Promise<void>;
 
 export interface Route {
   method: string;
@@ -146,11 +151,12 @@ export function createDispatcher(context: GatewayContext): (exchange: Exchange) 
     const { route, params } = matched;
     exchange.bodyLimit = route.bodyLimit === 'model' ? limits.modelBodyBytes
       : route.bodyLimit === 'multipart' ? limits.multipartBytes : limits.apiBodyBytes;
+    const fail = (error: unknown) => sendError(exchange, error, route.dialect, logError);
     try {
-      const result = route.handler(exchange, params, context);
-      if (result) result.catch((error: unknown) => sendError(exchange, error, route.dialect, logError));
+      const result = route.handler(exchange, params, context, fail);
+      if (result) result.catch(fail);
     } catch (error) {
-      sendError(exchange, error, route.dialect, logError);
+      fail(error);
     }
   };
 }
