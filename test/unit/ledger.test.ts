@@ -240,3 +240,26 @@ test('quota held in another worker\'s lease is reclaimed for a request that need
   assert.equal(after.used_quota, 1_000 + big);
   assert.ok(after.leased <= after.remain_quota, 'leases never exceed what remains');
 });
+
+test('a batch whose commit failed goes again, whole, with the next one: no charge or usage record lost or doubled', async () => {
+  const ids = await setup(1_000_000, { remain_quota: 100_000 });
+  let failNext = true;
+  const committed: { quota: number; records: number }[] = [];
+  const failing = new Ledger(store, 'w-retry', log, {
+    flushMs: 60_000, idleReturnMs: 60_000,
+    commit: async (charges, usage) => {
+      if (failNext) { failNext = false; throw new Error('disk full'); }
+      committed.push({ quota: charges.reduce((sum, charge) => sum + charge.quota, 0), records: usage.reduce((sum, group) => sum + group.count, 0) });
+      await store.ledger.commit('w-retry', charges, usage);
+    },
+  });
+  ledgers.push(failing);
+  for (const quota of [5, 7]) failing.settle(await failing.reserve(fresh(ids).key, fresh(ids).account, 10), quota, record(ids, quota));
+  await failing.flush();
+  assert.deepEqual(committed, [], 'the first commit failed');
+  failing.settle(await failing.reserve(fresh(ids).key, fresh(ids).account, 10), 11, record(ids, 11));
+  await failing.flush();
+  assert.deepEqual(committed, [{ quota: 23, records: 3 }]);
+  assert.deepEqual(store.usage.list(ids.accountId, {}, 0, 10).items.map((item) => item.quota), [11, 7, 5]);
+  assert.equal(store.keys.byId(ids.keyId)!.used_quota, 23);
+});
