@@ -13,12 +13,7 @@ import { countTokens } from './handlers/count-tokens';
 import { imageEdits, imageGenerations } from './handlers/images';
 import { deprecationHeaders, videoStatus, videoSubmit } from './handlers/video';
 
-/**
- * A handler answers the exchange. Whatever it throws, or its returned promise rejects with, is
- * answered by the dispatcher in the route's dialect; so is whatever it hands to `fail` (for handlers
- * that continue in callbacks and return nothing).
- */
-export type RouteHandler = (exchange: Exchange, params: string[], context: GatewayContext, fail: (error: unknown) => void) => void | Promise<void>;
+export type RouteHandler = (exchange: Exchange, params: string[], context: GatewayContext) => void | Promise<void>;
 
 export interface Route {
   method: string;
@@ -151,12 +146,11 @@ export function createDispatcher(context: GatewayContext): (exchange: Exchange) 
     const { route, params } = matched;
     exchange.bodyLimit = route.bodyLimit === 'model' ? limits.modelBodyBytes
       : route.bodyLimit === 'multipart' ? limits.multipartBytes : limits.apiBodyBytes;
-    const fail = (error: unknown) => sendError(exchange, error, route.dialect, logError);
     try {
-      const result = route.handler(exchange, params, context, fail);
-      if (result) result.catch(fail);
+      const result = route.handler(exchange, params, context);
+      if (result) result.catch((error: unknown) => sendError(exchange, error, route.dialect, logError));
     } catch (error) {
-      fail(error);
+      sendError(exchange, error, route.dialect, logError);
     }
   };
 }

@@ -25,9 +25,9 @@ const NOT_FOUND = 'record not found';
 
 /** Domain errors (FieldError) become success:false answers; everything else goes to the dispatcher. */
 function domain(handler: RouteHandler): RouteHandler {
-  return async (exchange, params, context, failed) => {
+  return async (exchange, params, context) => {
     try {
-      await handler(exchange, params, context, failed);
+      await handler(exchange, params, context);
     } catch (error) {
       if (error instanceof FieldError) fail(exchange, error.message);
       else throw error;

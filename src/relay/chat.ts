@@ -14,7 +14,7 @@ import type { Exchange } from '../http';
 import { MAX_ANSWER_BYTES, readAnswer } from '../providers/http-call';
 import type { Provider, UpstreamAnswer } from '../providers/types';
 import { billedCall } from './billed-call';
-import { failover, type Attempt } from './failover';
+import { withFailover, type Attempt } from './failover';
 import { pipeStream, type PipeOutcome } from './stream-pipe';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -83,7 +83,10 @@ export function relayChatCompletions(call: ChatCall): Promise<void> {
     };
 
     if (!info.stream) {
-      const answered = (bytes: Buffer, attempt: Attempt) => {
+      return withFailover(context, model, caller.key.group, capable,
+        // the bytes themselves when the provider read them (no promise to adopt), else a read
+        (attempt) => send(attempt, false).then((answer) => answer.bytes ?? readAnswer(answer, MAX_ANSWER_BYTES, attempt.channel.name)), scope.abort.signal,
+      ).then(({ result: bytes, attempt }) => {
         let usage = parseUsageFromChatResponse(bytes);
         let source: 'upstream' | 'estimated' = 'upstream';
         let answer: Buffer | string = bytes;
@@ -102,12 +105,7 @@ export function relayChatCompletions(call: ChatCall): Promise<void> {
         }
         bill(usage, source, 200, 'completed', Date.now());
         exchange.respond(200, JSON_HEADERS, answer);
-      };
-      // HTTP providers read the answer within the attempt (readLimit), so a failed read fails over;
-      // the bytes are then used in the same reaction. In-process answers are read here.
-      return failover(context, model, caller.key.group, capable, (attempt) => send(attempt, false), scope.abort.signal,
-        (upstream, attempt) => (upstream.bytes !== undefined ? answered(upstream.bytes, attempt)
-          : readAnswer(upstream, MAX_ANSWER_BYTES, attempt.channel.name).then((bytes) => answered(bytes, attempt))));
+      });
     }
 
     const tail = new OpenAIStreamTail({ model: model.id });
@@ -123,11 +121,12 @@ export function relayChatCompletions(call: ChatCall): Promise<void> {
       },
       fail: (error) => openAIErrorEvent(error),
     }, scope.abort, attempt.channel.name);
-    return failover(context, model, caller.key.group, capable,
-      (attempt) => send(attempt, true).then((answer) => pipe(attempt, answer)), scope.abort.signal, (outcome: PipeOutcome) => {
-        const result = finishTail();
-        const endReason = outcome.endReason === 'completed' && !result.sawDone ? 'upstream_truncated' : outcome.endReason;
-        bill(result.usage, result.usageSource, outcome.error ? outcome.error.status : 200, endReason, outcome.firstByteAt);
-      });
+    return withFailover<PipeOutcome>(context, model, caller.key.group, capable,
+      (attempt) => send(attempt, true).then((answer) => pipe(attempt, answer)), scope.abort.signal,
+    ).then(({ result: outcome }) => {
+      const result = finishTail();
+      const endReason = outcome.endReason === 'completed' && !result.sawDone ? 'upstream_truncated' : outcome.endReason;
+      bill(result.usage, result.usageSource, outcome.error ? outcome.error.status : 200, endReason, outcome.firstByteAt);
+    });
   });
 }

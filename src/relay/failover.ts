@@ -21,20 +21,10 @@ const NO_CHANNEL = (model: string, group: string) => new GatewayError({
  */
 export function withFailover<T>(context: GatewayContext, model: ModelConfig, group: string,
   capable: (provider: Provider) => boolean, call: (attempt: Attempt) => Promise<T>, signal: CallSignal): Promise<{ result: T; attempt: Attempt }> {
-  return failover(context, model, group, capable, call, signal, (result, attempt) => ({ result, attempt }));
-}
-
-/**
- * withFailover with the caller's next step run in the same reaction as the successful attempt's
- * result (one promise hop and one object fewer per call). What `onResult` throws is not an attempt's
- * failure: it rejects the returned promise without trying another channel.
- */
-export function failover<T, R>(context: GatewayContext, model: ModelConfig, group: string, capable: (provider: Provider) => boolean,
-  call: (attempt: Attempt) => Promise<T>, signal: CallSignal, onResult: (result: T, attempt: Attempt) => R | PromiseLike<R>): Promise<R> {
   const channels = context.channels.order(model.id, group, context.config.retries + 1);
   let lastError: unknown;
   let tried = 0;
-  const from = (start: number): Promise<R> => {
+  const from = (start: number): Promise<{ result: T; attempt: Attempt }> => {
     for (let index = start; index < channels.length; index += 1) {
       const channel = channels[index];
       const provider = context.providers.get(channel.type);
@@ -44,7 +34,7 @@ export function failover<T, R>(context: GatewayContext, model: ModelConfig, grou
       const attempt: Attempt = { channel, provider, apiKey: context.channels.nextKey(channel), upstreamModel: context.channels.upstreamModel(channel, model.id) };
       let running: Promise<T>;
       try { running = call(attempt); } catch (error) { running = Promise.reject(error); }
-      return running.then((result) => onResult(result, attempt), (error: unknown) => {
+      return running.then((result) => ({ result, attempt }), (error: unknown) => {
         lastError = error;
         if (!isGatewayError(error) || !error.retryable) throw error;
         context.log.warn({ channel: channel.name, code: error.code, status: error.status }, 'upstream attempt failed; trying the next channel');

@@ -1,11 +1,11 @@
-// Failover (DESIGN §5): a retryable failure moves on to the next channel; the caller's next step
-// (`onResult`) runs on the attempt that succeeded, and what it throws is not an attempt's failure.
+// Failover (DESIGN §5): a retryable failure moves on to the next channel, up to `retries` more; a
+// failure that is not retryable ends it at once; the answer comes with the attempt that gave it.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { loadConfig, type ChannelType } from '../../src/config';
 import type { GatewayContext } from '../../src/context';
 import { upstreamError } from '../../src/errors';
-import { failover, withFailover } from '../../src/relay/failover';
+import { withFailover } from '../../src/relay/failover';
 import { ChannelSelector } from '../../src/relay/channels';
 import type { Provider } from '../../src/providers/types';
 
@@ -32,29 +32,30 @@ function context(): GatewayContext {
 const signal = new AbortController().signal;
 const capable = () => true;
 
-test('a retryable failure moves on; onResult gets the answer and the attempt that gave it', async () => {
+test('a retryable failure moves on to the next channel; the answer comes with the attempt that gave it', async () => {
   const gateway = context();
   const tried: string[] = [];
-  const result = await failover(gateway, gateway.models.get('gpt')!, 'default', capable, (attempt) => {
-    tried.push(attempt.channel.name);
-    return attempt.channel.name === 'first' ? Promise.reject(upstreamError(503, 'busy')) : Promise.resolve(`answer of ${attempt.channel.name}`);
-  }, signal, (answer, attempt) => `${answer} via ${attempt.channel.name}`);
+  const { result, attempt } = await withFailover(gateway, gateway.models.get('gpt')!, 'default', capable, (next) => {
+    tried.push(next.channel.name);
+    return next.channel.name === 'first' ? Promise.reject(upstreamError(503, 'busy')) : Promise.resolve(`answer of ${next.channel.name}`);
+  }, signal);
   assert.deepEqual(tried, ['first', 'second']);
-  assert.equal(result, 'answer of second via second');
+  assert.equal(result, 'answer of second');
+  assert.equal(attempt.channel.name, 'second');
 });
 
-test("what onResult throws rejects at once: no other channel is tried, even for a retryable error", async () => {
+test('a failure that is not retryable ends the call at once: no other channel is tried', async () => {
   const gateway = context();
   const tried: string[] = [];
-  const thrown = upstreamError(502, 'the answer was malformed');
-  await assert.rejects(failover(gateway, gateway.models.get('gpt')!, 'default', capable, (attempt) => {
-    tried.push(attempt.channel.name);
-    return Promise.resolve('bytes');
-  }, signal, () => { throw thrown; }), (error) => error === thrown);
+  const thrown = upstreamError(400, 'bad request', 'upstream_error', false);
+  await assert.rejects(withFailover(gateway, gateway.models.get('gpt')!, 'default', capable, (next) => {
+    tried.push(next.channel.name);
+    return Promise.reject(thrown);
+  }, signal), (error) => error === thrown);
   assert.deepEqual(tried, ['first']);
 });
 
-test('withFailover still answers with the result and its attempt; the last error when every channel failed', async () => {
+test('the first channel answers when it can; the last error when every channel failed, after retries + 1 attempts', async () => {
   const gateway = context();
   const { result, attempt } = await withFailover(gateway, gateway.models.get('gpt')!, 'default', capable,
     (next) => Promise.resolve(next.channel.name.length), signal);
