@@ -15,7 +15,7 @@ function context(): GatewayContext {
       retries: 2,
       groups: { default: { ratio: 1 } },
       models: [{ id: 'gpt', price: { input: 1, output: 1 } }],
-      channels: ['first', 'second', 'third'].map((name, index) => ({
+      channels: ['first', 'second', 'third', 'fourth'].map((name, index) => ({
         name, type: 'openai', base_url: 'http://127.0.0.1:9', models: ['gpt'], priority: 10 - index,
       })),
     },
@@ -55,7 +55,7 @@ test('a failure that is not retryable ends the call at once: no other channel is
   assert.deepEqual(tried, ['first']);
 });
 
-test('the first channel answers when it can; the last error when every channel failed, after retries + 1 attempts', async () => {
+test('the first channel answers when it can; after retries + 1 failed attempts (of four channels) the last error', async () => {
   const gateway = context();
   const { result, attempt } = await withFailover(gateway, gateway.models.get('gpt')!, 'default', capable,
     (next) => Promise.resolve(next.channel.name.length), signal);
