@@ -6,7 +6,7 @@ import { generateAccessToken, tokenDigest } from './auth/secrets';
 import { ConfigError, loadConfig, QUOTA_PER_USD, redacted, type Config } from './config';
 import { createLogger } from './log';
 import { bootstrapAdmin } from './main';
-import { Store, type AccountRecord } from './store';
+import { MAX_BALANCE, Store, type AccountRecord } from './store';
 import { runSupervisor, runWorker } from './supervisor';
 
 const USAGE = `usage:
@@ -33,9 +33,24 @@ function print(json: boolean, value: unknown, human: string): void {
 }
 
 function usdToQuota(text: string | undefined, flag: string): number {
-  const usd = Number(text);
-  if (text === undefined || !Number.isFinite(usd) || usd < 0) throw new UsageError(`${flag} must be a non-negative number of US dollars`);
+  const usd = text === undefined || text.trim() === '' ? NaN : Number(text);
+  if (!Number.isFinite(usd) || usd < 0 || usd * QUOTA_PER_USD > MAX_BALANCE) {
+    throw new UsageError(`${flag} must be a number of US dollars from 0 to ${MAX_BALANCE / QUOTA_PER_USD}`);
+  }
   return Math.round(usd * QUOTA_PER_USD);
+}
+
+/** `parse` (node:util parseArgs) with its errors (an unknown flag, a value that looks like a flag) as usage errors. */
+function parsedFlags<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS')) {
+      throw new UsageError(`${(error as Error).message.split('\n')[0]} (write a negative or flag-like value as --flag=VALUE)`);
+    }
+    throw error;
+  }
 }
 
 async function issueToken(store: Store, accountId: number, scope: 'read' | 'write'): Promise<string> {
@@ -46,13 +61,13 @@ async function issueToken(store: Store, accountId: number, scope: 'read' | 'writ
 
 async function accountCommand(config: Config, args: string[]): Promise<void> {
   const [action, ...rest] = args;
-  const { values } = parseArgs({
+  const { values } = parsedFlags(() => parseArgs({
     args: rest, allowPositionals: false,
     options: {
       name: { type: 'string' }, 'balance-usd': { type: 'string' }, group: { type: 'string' }, account: { type: 'string' },
       'read-only': { type: 'boolean' }, usd: { type: 'string' }, json: { type: 'boolean' }, config: { type: 'string' },
     },
-  });
+  }));
   const json = values.json === true;
   const store = Store.open(config.dataDir);
   try {
@@ -96,6 +111,9 @@ async function accountCommand(config: Config, args: string[]): Promise<void> {
         const account = findAccount();
         const updated = await store.accounts.topUp(account.id, usdToQuota(values.usd, '--usd'));
         if (!updated) throw new UsageError(`no account "${values.account}"`);
+        if (updated === 'limit') {
+          throw new UsageError(`the balance of ${account.name} would pass the most an account may hold ($${MAX_BALANCE / QUOTA_PER_USD}); it holds $${account.balance / QUOTA_PER_USD}`);
+        }
         print(json, accountView(updated), `${updated.name}: balance ${updated.balance} quota ($${updated.balance / QUOTA_PER_USD})`);
         return;
       }

@@ -2,7 +2,7 @@
 // `loadConfig` only; nothing else in the code reads process.env.
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 
 export const DEFAULT_PORT = 3000;
 export const DEFAULT_HOST = '0.0.0.0';
@@ -162,6 +162,43 @@ type Raw = Record<string, unknown>;
 
 const isObject = (value: unknown): value is Raw => typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/**
+ * The fields each part of the file may hold. Anything else is refused by name, so a typo
+ * (`max_keys_per_acount`) fails the start instead of silently leaving the default in place.
+ * Fields starting with `_` are comments.
+ */
+const FIELDS = {
+  top: ['listen', 'workers', 'dataDir', 'publicUrl', 'front', 'logLevel', 'groups', 'models', 'channels', 'retries', 'limits', 'video', 'offload_threshold_bytes'],
+  listen: ['host', 'port'],
+  group: ['ratio', 'rpm', 'concurrency'],
+  model: ['id', 'owned_by', 'kind', 'price', 'reasoning', 'multimodal', 'json_mode', 'max_output_tokens', 'chat_image', 'groups', 'image', 'created'],
+  price: ['input', 'output', 'cached_input', 'cache_creation_input', 'per_call'],
+  image: ['sizes', 'qualities', 'styles', 'size_multipliers', 'quality_multipliers', 'url_inputs'],
+  channel: ['name', 'type', 'base_url', 'keys', 'models', 'groups', 'priority', 'weight', 'model_map', 'timeouts', 'simulator', 'anthropic_version'],
+  timeouts: ['connect_ms', 'first_byte_ms', 'idle_ms'],
+  simulator: ['first_token_delay_ms', 'tokens_per_second'],
+  limits: ['api_body_bytes', 'model_body_bytes', 'multipart_bytes', 'multipart_file_bytes', 'multipart_files', 'multipart_field_bytes',
+    'max_header_bytes', 'max_url_bytes', 'idle_timeout_seconds', 'body_timeout_ms', 'drain_timeout_ms', 'reveal', 'max_keys_per_account'],
+  reveal: ['count', 'window_seconds'],
+  video: ['vendor', 'enabled', 'timeout_hours', 'poll_interval_ms', 'sunset'],
+} as const;
+
+function onlyKnown(raw: Raw, known: readonly string[], where: string): void {
+  for (const field of Object.keys(raw)) {
+    if (!known.includes(field) && !field.startsWith('_')) {
+      throw new ConfigError(`${where}: unknown field "${field}" (known: ${known.join(', ')})`);
+    }
+  }
+}
+
+/** An object part of the file: absent → {}; present, it must be an object of known fields. */
+function section(value: unknown, known: readonly string[], where: string): Raw {
+  if (value === undefined) return {};
+  if (!isObject(value)) throw new ConfigError(`${where} must be an object`);
+  onlyKnown(value, known, where);
+  return value;
+}
+
 function resolveSecret(value: unknown, where: string, env: NodeJS.ProcessEnv): string {
   if (typeof value !== 'string') throw new ConfigError(`${where} must be a string`);
   if (value.startsWith('$') && value.length > 1) {
@@ -197,8 +234,8 @@ function multipliers(value: unknown, where: string): Record<string, number> | un
   return value as Record<string, number>;
 }
 
-function parseImageOptions(raw: unknown, where: string): ImageOptions {
-  if (!isObject(raw)) throw new ConfigError(`${where} must be an object`);
+function parseImageOptions(value: unknown, where: string): ImageOptions {
+  const raw = section(value, FIELDS.image, where);
   const list = (field: 'sizes' | 'qualities' | 'styles') => raw[field] === undefined ? undefined : stringList(raw[field], `${where}.${field}`);
   if (raw.url_inputs !== undefined && typeof raw.url_inputs !== 'boolean') throw new ConfigError(`${where}.url_inputs must be true or false`);
   return Object.freeze({
@@ -214,9 +251,11 @@ function parseModel(raw: unknown, index: number, groups: Set<string>): ModelConf
   if (!isObject(raw)) throw new ConfigError(`${where} must be an object`);
   if (typeof raw.id !== 'string' || raw.id === '') throw new ConfigError(`${where}.id must be a non-empty string`);
   const at = `model "${raw.id}"`;
+  onlyKnown(raw, FIELDS.model, at);
   const kind = (raw.kind ?? 'chat') as ModelKind;
   if (!['chat', 'image', 'video'].includes(kind)) throw new ConfigError(`${at}: kind must be chat, image or video`);
   if (!isObject(raw.price)) throw new ConfigError(`${at} has no price (give price.input/output or price.per_call)`);
+  onlyKnown(raw.price, FIELDS.price, `${at}.price`);
   const price: ModelPrice = {};
   for (const field of ['input', 'output', 'cached_input', 'cache_creation_input', 'per_call'] as const) {
     if (raw.price[field] !== undefined) price[field] = num(raw.price, field, 0, `${at}.price`);
@@ -248,6 +287,7 @@ function parseChannel(raw: unknown, index: number, models: Map<string, ModelConf
   if (!isObject(raw)) throw new ConfigError(`${where} must be an object`);
   const name = typeof raw.name === 'string' && raw.name !== '' ? raw.name : `channel-${index}`;
   const at = `channel "${name}"`;
+  onlyKnown(raw, FIELDS.channel, at);
   const type = raw.type as ChannelType;
   if (!CHANNEL_TYPES.includes(type)) throw new ConfigError(`${at}: unknown channel type "${String(raw.type)}" (known: ${CHANNEL_TYPES.join(', ')})`);
   let baseUrl = '';
@@ -271,8 +311,8 @@ function parseChannel(raw: unknown, index: number, models: Map<string, ModelConf
       modelMap[from] = to;
     }
   }
-  const timeouts = isObject(raw.timeouts) ? raw.timeouts : {};
-  const simulator = isObject(raw.simulator) ? raw.simulator : {};
+  const timeouts = section(raw.timeouts, FIELDS.timeouts, `${at}.timeouts`);
+  const simulator = section(raw.simulator, FIELDS.simulator, `${at}.simulator`);
   return Object.freeze({
     name, type, base_url: baseUrl, keys, models: channelModels, groups: channelGroups,
     priority: num(raw, 'priority', 0, at, -1e9), weight: num(raw, 'weight', 1, at, 0), model_map: modelMap,
@@ -308,8 +348,9 @@ export function loadConfig(options: LoadOptions = {}): Config {
     try { raw = JSON.parse(text) as Raw; } catch (error) { throw new ConfigError(`config file ${path} is not valid JSON: ${(error as Error).message}`); }
     if (!isObject(raw)) throw new ConfigError(`config file ${path} must hold a JSON object`);
   } else raw = EMBEDDED_CONFIG as unknown as Raw;
+  onlyKnown(raw, FIELDS.top, 'config');
 
-  const listenRaw = isObject(raw.listen) ? raw.listen : {};
+  const listenRaw = section(raw.listen, FIELDS.listen, 'listen');
   const port = env.PORT !== undefined ? Number(env.PORT) : num(listenRaw, 'port', DEFAULT_PORT, 'listen');
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`PORT/listen.port must be an integer 0–65535`);
   const host = env.HOST ?? (typeof listenRaw.host === 'string' ? listenRaw.host : DEFAULT_HOST);
@@ -317,10 +358,12 @@ export function loadConfig(options: LoadOptions = {}): Config {
   if (!Number.isInteger(workers) || workers < 1 || workers > 256) throw new ConfigError('TOLLGATE_WORKERS/workers must be an integer 1–256');
   const dataDir = resolve(env.TOLLGATE_DATA_DIR ?? (typeof raw.dataDir === 'string' ? raw.dataDir : DEFAULT_DATA_DIR));
 
-  const groupsRaw = isObject(raw.groups) ? raw.groups : { default: { ratio: 1 } };
+  if (raw.groups !== undefined && !isObject(raw.groups)) throw new ConfigError('groups must be an object of groups');
+  const groupsRaw = raw.groups ?? { default: { ratio: 1 } };
   const groups: Record<string, GroupConfig> = {};
   for (const [name, value] of Object.entries(groupsRaw)) {
-    const group = isObject(value) ? value : {};
+    if (name.startsWith('_')) continue;
+    const group = section(value, FIELDS.group, `groups.${name}`);
     groups[name] = Object.freeze({
       ratio: num(group, 'ratio', 1, `groups.${name}`),
       rpm: num(group, 'rpm', 0, `groups.${name}`),
@@ -340,8 +383,8 @@ export function loadConfig(options: LoadOptions = {}): Config {
   if (raw.channels !== undefined && !Array.isArray(raw.channels)) throw new ConfigError('channels must be an array');
   const channels = ((raw.channels as unknown[]) ?? []).map((entry, index) => parseChannel(entry, index, models, groupNames, env));
 
-  const limitsRaw = isObject(raw.limits) ? raw.limits : {};
-  const revealRaw = isObject(limitsRaw.reveal) ? limitsRaw.reveal : {};
+  const limitsRaw = section(raw.limits, FIELDS.limits, 'limits');
+  const revealRaw = section(limitsRaw.reveal, FIELDS.reveal, 'limits.reveal');
   const limits: Limits = Object.freeze({
     apiBodyBytes: num(limitsRaw, 'api_body_bytes', DEFAULT_API_BODY_LIMIT, 'limits', 1),
     modelBodyBytes: num(limitsRaw, 'model_body_bytes', DEFAULT_MODEL_BODY_LIMIT, 'limits', 1),
@@ -361,7 +404,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
     maxKeysPerAccount: num(limitsRaw, 'max_keys_per_account', 1000, 'limits', 1),
   });
 
-  const videoRaw = isObject(raw.video) ? raw.video : {};
+  const videoRaw = section(raw.video, FIELDS.video, 'video');
   const vendor = typeof videoRaw.vendor === 'string' && /^[a-z0-9-]+$/.test(videoRaw.vendor) ? videoRaw.vendor : DEFAULT_VIDEO.vendor;
   const videoModels = [...models.values()].filter((model) => model.kind === 'video').map((model) => model.id);
 
@@ -393,12 +436,31 @@ export function loadConfig(options: LoadOptions = {}): Config {
   return Object.freeze(config);
 }
 
-/** The config as it may be logged: channel keys and the master secret never appear. */
+/**
+ * The config as it may be shown or logged, in the file's own shape (feeding it back with --config
+ * gives the same config): channel keys and the master secret never appear.
+ */
 export function redacted(config: Config): unknown {
+  const { limits, video } = config;
   return {
-    ...config,
-    secret: config.secret ? '[redacted]' : undefined,
-    channels: config.channels.map((channel) => ({ ...channel, keys: channel.keys.map(() => '[redacted]') })),
+    _master_secret: config.secret ? 'from TOLLGATE_SECRET (redacted)' : `from ${join(config.dataDir, 'secret.key')}`,
+    listen: config.listen, workers: config.workers, dataDir: config.dataDir, publicUrl: config.publicUrl,
+    front: config.front, logLevel: config.logLevel, groups: config.groups, models: config.models,
+    channels: config.channels.map((channel) => ({
+      ...channel,
+      keys: channel.keys.map(() => '[redacted]'),
+      timeouts: { connect_ms: channel.timeouts.connectMs, first_byte_ms: channel.timeouts.firstByteMs, idle_ms: channel.timeouts.idleMs },
+    })),
+    retries: config.retries,
+    limits: {
+      api_body_bytes: limits.apiBodyBytes, model_body_bytes: limits.modelBodyBytes, multipart_bytes: limits.multipartBytes,
+      multipart_file_bytes: limits.multipartFileBytes, multipart_files: limits.multipartFiles, multipart_field_bytes: limits.multipartFieldBytes,
+      max_header_bytes: limits.maxHeaderBytes, max_url_bytes: limits.maxUrlBytes, idle_timeout_seconds: limits.idleTimeoutSeconds,
+      body_timeout_ms: limits.bodyTimeoutMs, drain_timeout_ms: limits.drainTimeoutMs,
+      reveal: { count: limits.reveal.count, window_seconds: limits.reveal.windowSeconds }, max_keys_per_account: limits.maxKeysPerAccount,
+    },
+    video: { vendor: video.vendor, enabled: video.enabled, timeout_hours: video.timeoutHours, poll_interval_ms: video.pollIntervalMs, sunset: video.sunset },
+    offload_threshold_bytes: config.offloadThresholdBytes,
   };
 }
 

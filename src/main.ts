@@ -3,8 +3,8 @@
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { generateAccessToken, loadMasterKey, tokenDigest } from './auth/secrets';
-import { modelIndex, type Config } from './config';
+import { generateAccessToken, loadMasterKey, seal, tokenDigest, unseal, type SealedValue } from './auth/secrets';
+import { ConfigError, modelIndex, type Config } from './config';
 import type { GatewayContext } from './context';
 import { renderError, GatewayError } from './errors';
 import { createHttpServer, type HttpServer } from './http';
@@ -61,11 +61,38 @@ export async function bootstrapAdmin(store: Store, config: Config, log: Logger):
   log.info({ account: account.id, admin_token_file: path }, `bootstrapped account "admin"; access token: ${token}`);
 }
 
+const SECRET_CHECK_TEXT = 'tollgate master secret check';
+
+function opens(masterKey: Buffer, sealed: SealedValue): boolean {
+  try { unseal(masterKey, sealed); return true; } catch { return false; }
+}
+
+/**
+ * The master secret (TOLLGATE_SECRET, else <dataDir>/secret.key), checked against the data dir: a
+ * secret other than the one its keys were sealed with would answer every reveal with an error, so
+ * the start fails instead, naming where the secret came from (never the secret). The first start
+ * keeps a value sealed under it to check later starts against; a data dir from before that check
+ * is checked against one of its keys.
+ */
+export async function openMasterKey(store: Store, config: Config): Promise<Buffer> {
+  const masterKey = loadMasterKey(config.dataDir, config.secret);
+  const mismatch = () => new ConfigError(`the master secret (${config.secret ? 'TOLLGATE_SECRET' : join(config.dataDir, 'secret.key')}) `
+    + `is not the one the API keys in ${config.dataDir} were sealed with: start with the original secret`);
+  const existing = store.secretCheck() ?? store.keys.anySealed();
+  if (existing !== undefined && !opens(masterKey, existing)) throw mismatch();
+  if (store.secretCheck() === undefined) {
+    // another process may have claimed it first, under its own secret
+    if (!opens(masterKey, await store.claimSecretCheck(seal(masterKey, SECRET_CHECK_TEXT)))) throw mismatch();
+  }
+  return masterKey;
+}
+
 export async function startGateway(config: Config, options: GatewayOptions = {}): Promise<RunningGateway> {
   const log = options.log ?? createLogger(config.logLevel);
   const store = options.store ?? Store.open(config.dataDir);
   const ownsStore = !options.store;
   await bootstrapAdmin(store, config, log);
+  const masterKey = await openMasterKey(store, config);
   const workerId = options.workerId ?? `${process.pid}-${randomBytes(4).toString('hex')}`;
   const pools = new UpstreamPools();
   const taskPool = new TaskPool();
@@ -75,7 +102,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     store,
     log,
     workerId,
-    masterKey: loadMasterKey(config.dataDir, config.secret),
+    masterKey,
     startedAt: Date.now(),
     ledger: new Ledger(store, workerId, log, { commit: options.commitBatch, reclaim: options.reclaim }),
     channels: new ChannelSelector(config),

@@ -4,7 +4,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { createServer } from 'node:net';
 import type { Config } from './config';
 import { createLogger, type Logger } from './log';
-import { bootstrapAdmin, startGateway } from './main';
+import { bootstrapAdmin, openMasterKey, startGateway } from './main';
 import { LedgerWriter, Store } from './store';
 import { supervisorLink, workerMessageServer, type WorkerMessage } from './supervisor-link';
 import { startVideoPoller } from './relay/video-poller';
@@ -45,6 +45,8 @@ export async function runSupervisor(config: Config, configPath: string | undefin
   const log = createLogger(config.logLevel, { role: 'supervisor' });
   const store = Store.open(config.dataDir);
   await bootstrapAdmin(store, config, log);
+  // a wrong master secret stops the start here, before any worker is forked
+  await openMasterKey(store, config);
   const port = await concretePort(config.listen.host, config.listen.port);
   const jobs = startBackgroundJobs(store, config, log);
 

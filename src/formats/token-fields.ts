@@ -23,7 +23,11 @@ function text(body: Record<string, unknown>, field: keyof KeyFields, max: number
   const value = body[field];
   if (value === undefined) return KEY_DEFAULTS[field] as string;
   if (typeof value !== 'string') throw new FieldError(`${field} must be a string`);
-  if (value.length > max) throw new FieldError(`${field} is too long: at most ${max} characters (got ${value.length})`);
+  // characters as a person counts them (code points): an emoji is one, not two UTF-16 units
+  if (value.length > max) {
+    const characters = [...value].length;
+    if (characters > max) throw new FieldError(`${field} is too long: at most ${max} characters (got ${characters})`);
+  }
   if (CONTROL.test(value)) throw new FieldError(`${field} must not contain control characters`);
   return value;
 }
@@ -40,6 +44,11 @@ function integer(body: Record<string, unknown>, field: keyof KeyFields): number 
 export interface FieldContext {
   groups: ReadonlySet<string>;
   now: number; // unix seconds
+  /**
+   * On an update, the key's stored expired_time: sending it back unchanged is accepted even once it
+   * has passed (the spec's GET → edit → PUT of an expired key). Any other past time is refused.
+   */
+  storedExpiry?: number;
 }
 
 /** Create and full-update payloads: every editable field; an omitted field takes its default. */
@@ -53,7 +62,7 @@ export function parseKeyFields(body: Record<string, unknown>, context: FieldCont
   if (unlimited !== undefined && typeof unlimited !== 'boolean') throw new FieldError('unlimited_quota must be true or false');
   const expiredTime = integer(body, 'expired_time');
   if (expiredTime < -1) throw new FieldError('expired_time must be -1 (never), 0 (never) or a future Unix time in seconds');
-  if (expiredTime > 0 && expiredTime <= context.now) throw new FieldError('expired_time is in the past: give a future Unix time in seconds, or -1 for never');
+  if (expiredTime > 0 && expiredTime <= context.now && expiredTime !== context.storedExpiry) throw new FieldError('expired_time is in the past: give a future Unix time in seconds, or -1 for never');
   const group = text(body, 'group', 64) || KEY_DEFAULTS.group;
   if (!context.groups.has(group)) throw new FieldError(`group "${group}" does not exist (known: ${[...context.groups].join(', ')})`);
   const billingType = integer(body, 'billing_type');

@@ -13,6 +13,20 @@ const NO_STORE_HEADERS = { 'content-type': 'application/json', 'cache-control': 
 const DEFAULT_PAGE_SIZE = 10;
 const MAX_PAGE_SIZE = 100;
 
+/**
+ * `?status_only=…`: true (`true`, `1`, `yes`, or the bare flag, any case) changes only the status;
+ * false (`false`, `0`, `no`) or absent is a full replace; anything else is refused rather than
+ * guessed (a full replace would reset the key's cap and allowlist).
+ */
+function statusOnly(exchange: Exchange): boolean {
+  const value = exchange.query.get('status_only');
+  if (value === null) return false;
+  const flag = value.trim().toLowerCase();
+  if (flag === '' || flag === 'true' || flag === '1' || flag === 'yes') return true;
+  if (flag === 'false' || flag === '0' || flag === 'no') return false;
+  throw new FieldError('status_only must be true or false');
+}
+
 function ok(exchange: Exchange, data: unknown, headers = JSON_HEADERS): void {
   exchange.respond(200, headers, JSON.stringify({ success: true, message: '', data }));
 }
@@ -123,13 +137,15 @@ export const update: RouteHandler = domain(async (exchange, _params, context) =>
   const { accountId } = authenticateAccount(exchange, context.store, 'write');
   const body = await jsonBody(exchange);
   const id = parseId(body.id);
-  if (exchange.query.get('status_only') === 'true') {
+  if (statusOnly(exchange)) {
     const record = await context.store.keys.setStatus(accountId, id, parseStatus(body.status));
     if (!record) { fail(exchange, NOT_FOUND); return; }
     ok(exchange, keyView(record));
     return;
   }
-  const record = await context.store.keys.replace(accountId, id, parseKeyFields(body, fieldContext(context)));
+  const stored = context.store.keys.get(accountId, id);
+  if (!stored) { fail(exchange, NOT_FOUND); return; }
+  const record = await context.store.keys.replace(accountId, id, parseKeyFields(body, { ...fieldContext(context), storedExpiry: stored.expired_time }));
   if (!record) { fail(exchange, NOT_FOUND); return; }
   ok(exchange, keyView(record));
 });

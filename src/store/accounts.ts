@@ -4,6 +4,12 @@ import { nextId } from './database';
 import type { AccessScope, AccessTokenRecord, AccountRecord } from './records';
 import { ValidatedRecordCache } from './record-cache';
 
+/**
+ * The most an account balance may hold: 10 billion USD in quota, well inside exact integers
+ * (2^53 ≈ 9.007e15), so a top-up is never rounded away.
+ */
+export const MAX_BALANCE = 5e15;
+
 export class AccountStore {
   private readonly shared: ValidatedRecordCache<number>;
 
@@ -48,11 +54,13 @@ export class AccountStore {
     return [...this.databases.accounts.getRange({})].map((entry) => entry.value as AccountRecord);
   }
 
-  async topUp(id: number, quota: number): Promise<AccountRecord | undefined> {
+  /** Adds `quota` to the balance; 'limit' (and no change) when the balance would pass MAX_BALANCE. */
+  async topUp(id: number, quota: number): Promise<AccountRecord | 'limit' | undefined> {
     const { accounts } = this.databases;
     return this.databases.root.transaction(() => {
       const record = accounts.get(id) as AccountRecord | undefined;
       if (!record) return undefined;
+      if (record.balance + quota > MAX_BALANCE) return 'limit' as const;
       const updated = { ...record, balance: record.balance + quota };
       accounts.putSync(id, updated);
       return updated;

@@ -6,15 +6,19 @@ import { CounterStore } from './counters';
 import { LedgerStore } from './ledger';
 import { UsageStore } from './usage';
 import { TaskStore } from './tasks';
+import type { SealedValue } from '../auth/secrets';
 
 export type { AccountRecord, AccessTokenRecord, AccessScope, KeyFields, KeyRecord, UsageGroup, UsageRecord, UsageRow } from './records';
 export { packUsageRows, toUsageRow } from './records';
 export type { KeyPage } from './keys';
+export { MAX_BALANCE } from './accounts';
 export type { WindowHit } from './counters';
 export type { Charge, LeaseAsk, LeaseGrant, LeaseShortfall } from './ledger';
 export { LedgerWriter, LEDGER_WRITER_NICE } from './ledger-writer';
 export type { UsageFilter } from './usage';
 export type { StoredVideoTask, TaskRefund } from './tasks';
+
+const SECRET_CHECK = 'secret_check';
 
 export class Store {
   readonly accounts: AccountStore;
@@ -36,6 +40,21 @@ export class Store {
 
   static open(dataDir: string): Store {
     return new Store(openDatabases(dataDir));
+  }
+
+  /** A value sealed under the master secret at the first start, to check the secret against (main.ts). */
+  secretCheck(): SealedValue | undefined {
+    return this.databases.meta.get(SECRET_CHECK) as SealedValue | undefined;
+  }
+
+  /** Keeps `value` as the secret check unless one is there already; resolves to the one kept. */
+  claimSecretCheck(value: SealedValue): Promise<SealedValue> {
+    return this.databases.root.transaction(() => {
+      const kept = this.databases.meta.get(SECRET_CHECK) as SealedValue | undefined;
+      if (kept !== undefined) return kept;
+      this.databases.meta.putSync(SECRET_CHECK, value);
+      return value;
+    });
   }
 
   /** Resolves when every write issued so far is committed. */

@@ -66,6 +66,12 @@ export class KeyStore {
     return record;
   }
 
+  /** The sealed value of one stored key (the oldest), if there is any key. */
+  anySealed(): SealedValue | undefined {
+    for (const { value } of this.databases.keys.getRange({ limit: 1 })) return (value as KeyRecord).sealed;
+    return undefined;
+  }
+
   byId(id: number): KeyRecord | undefined {
     return this.databases.keys.get(id) as KeyRecord | undefined;
   }

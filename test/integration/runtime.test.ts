@@ -126,6 +126,26 @@ describe('runtime: supervisor, workers, store and CLI', () => {
     await assert.rejects(cliJson(['account', 'token', '--account', 'nobody'], dataDir), /no account "nobody"/);
   });
 
+  test('the CLI refuses bad amounts with a usage message (exit 64, no stack trace); a balance stays an exact integer', async () => {
+    const refusedWith = async (args: string[], message: RegExp) => {
+      await assert.rejects(cliJson(args, dataDir), (error: Error) => {
+        assert.match(error.message, /exited 64/);
+        assert.match(error.message, message);
+        assert.doesNotMatch(error.message, /node:internal|\n\s+at /);
+        return true;
+      });
+    };
+    await refusedWith(['account', 'topup', '--account', 'acme', '--usd', '-5'], /--usd.*--flag=VALUE/s);
+    await refusedWith(['account', 'topup', '--account', 'acme', '--usd=-5'], /--usd must be a number of US dollars from 0 to 10000000000/);
+    await refusedWith(['account', 'topup', '--account', 'acme', '--usd', '1e12'], /--usd must be a number of US dollars from 0 to 10000000000/);
+    await refusedWith(['account', 'create', '--name', 'huge', '--balance-usd', '1e300'], /--balance-usd must be a number/);
+    await refusedWith(['account', 'list', '--bogus'], /Unknown option '--bogus'/);
+    const big = await cliJson(['account', 'create', '--name', 'big', '--balance-usd', '9999999999'], dataDir) as { id: number };
+    await refusedWith(['account', 'topup', '--account', 'big', '--usd', '2'], /would pass the most an account may hold/);
+    const topped = await cliJson(['account', 'topup', '--account', String(big.id), '--usd', '0.00001'], dataDir) as Record<string, number>;
+    assert.equal(topped.balance, 9999999999 * 500000 + 5);
+  });
+
   test('a read-only token (account token --read-only) reads but gets 403 on create, update, status, delete and reveal', async () => {
     assert.ok(gateway);
     const readOnly = await cliJson(['account', 'token', '--account', 'acme', '--read-only'], dataDir) as Record<string, string>;
@@ -162,7 +182,19 @@ describe('runtime: supervisor, workers, store and CLI', () => {
   test('the bin/tollgate launcher runs the CLI', async () => {
     const { stdout } = await run(process.execPath, [join(REPO_ROOT, 'bin', 'tollgate'), 'account', 'list', '--json'],
       { env: { ...process.env, TOLLGATE_DATA_DIR: dataDir } });
-    assert.deepEqual((JSON.parse(stdout) as { name: string }[]).map((account) => account.name), ['admin', 'acme']);
+    assert.deepEqual((JSON.parse(stdout) as { name: string }[]).map((account) => account.name), ['admin', 'acme', 'big']);
+  });
+
+  test('a master secret other than the one the keys were sealed with stops the start, naming where it came from (never the secret)', async () => {
+    const started = run(process.execPath, [join(REPO_ROOT, 'dist', 'src', 'cli.js'), 'serve'], {
+      timeout: 20_000, env: { ...process.env, TOLLGATE_DATA_DIR: dataDir, TOLLGATE_SECRET: 'not-the-original-secret', PORT: '0', HOST: '127.0.0.1' },
+    });
+    await assert.rejects(started, (error: Error & { code?: number; stderr?: string }) => {
+      assert.equal(error.code, 1, error.message);
+      assert.match(error.stderr ?? '', /configuration error: the master secret \(TOLLGATE_SECRET\) is not the one the API keys in .* were sealed with/);
+      assert.doesNotMatch(error.stderr ?? '', /not-the-original-secret/);
+      return true;
+    });
   });
 
   test('SIGTERM stops the supervisor with exit code 0; a restart keeps every record and does not rewrite admin-token', async () => {

@@ -308,6 +308,37 @@ for (const front of FRONTS) {
         assert.equal(succeeded(await api('GET', `/api/token/${key.id}`)).status, 1);
       });
 
+      test('status_only as 1, TRUE, yes or a bare flag changes only the status; an unclear value is refused, never a full replace', async () => {
+        const key = await createKey({ name: 'flags', remain_quota: 777, models: 'sim-gpt-mini', billing_type: 1 });
+        const kept = { name: 'flags', remain_quota: 777, models: 'sim-gpt-mini', billing_type: 1 };
+        for (const [query, status] of [['status_only=1', 2], ['status_only=TRUE', 1], ['status_only=yes', 2], ['status_only', 1]] as const) {
+          const answer = succeeded(await api('PUT', `/api/token/?${query}`, { body: { id: key.id, status } }));
+          assert.deepEqual({ status: answer.status, name: answer.name, remain_quota: answer.remain_quota, models: answer.models, billing_type: answer.billing_type },
+            { status, ...kept }, query);
+        }
+        for (const query of ['status_only=maybe', 'status_only=2']) {
+          refused(await api('PUT', `/api/token/?${query}`, { body: { id: key.id, status: 2 } }), /status_only must be true or false/);
+        }
+        // false is the full replace: omitted fields take their defaults
+        const replaced = succeeded(await api('PUT', '/api/token/?status_only=false', { body: { id: key.id, name: 'flags' } }));
+        assert.deepEqual([replaced.remain_quota, replaced.models, replaced.billing_type, replaced.status], [0, '', 4, 1]);
+      });
+
+      test('a name is measured in characters: 50 emoji fit, 51 do not', async () => {
+        const fits = await createKey({ name: '😀'.repeat(50) });
+        assert.equal(fits.name, '😀'.repeat(50));
+        refused(await api('POST', '/api/token/', { body: { name: '😀'.repeat(51) } }), /name is too long: at most 50 characters \(got 51\)/);
+      });
+
+      test('GET → edit → PUT works on a key whose expiry has passed; another past expiry is refused', async () => {
+        const key = await createKey({ name: 'lapsing', expired_time: Math.floor(Date.now() / 1000) + 1 });
+        await new Promise((resolve) => setTimeout(resolve, 2100));
+        const { key: _masked, ...read } = succeeded(await api('GET', `/api/token/${key.id}`));
+        const updated = succeeded(await api('PUT', '/api/token/', { body: { ...read, remark: 'note' } }));
+        assert.deepEqual([updated.remark, updated.expired_time], ['note', key.expired_time]);
+        refused(await api('PUT', '/api/token/', { body: { ...read, expired_time: key.expired_time - 1 } }), /expired_time is in the past/);
+      });
+
       test('delete removes the key for good: get, update, reveal and a second delete say record not found', async () => {
         const key = await createKey({ name: 'doomed' });
         succeeded(await api('DELETE', `/api/token/${key.id}`));

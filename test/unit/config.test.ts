@@ -67,3 +67,35 @@ test('a config file that is not JSON names the file', () => {
   writeFileSync(path, '{ "models": [');
   assert.throws(() => loadConfig({ path, env }), (error: unknown) => error instanceof ConfigError && error.message.includes(`config file ${path} is not valid JSON`));
 });
+
+test('an unknown field anywhere is refused by name (a typo never leaves a default silently in place)', () => {
+  refused({ listn: { port: 1 } }, /config: unknown field "listn"/);
+  refused({ limits: { max_keys_per_acount: 3 } }, /limits: unknown field "max_keys_per_acount"/);
+  refused({ limits: { reveal: { windowSeconds: 60 } } }, /limits\.reveal: unknown field "windowSeconds"/);
+  refused({ groups: { default: { ration: 1 } } }, /groups\.default: unknown field "ration"/);
+  refused({ models: [{ ...chatModel, reasonning: true }] }, /model "gpt-test": unknown field "reasonning"/);
+  refused({ models: [{ ...chatModel, price: { inptu: 1, input: 1, output: 2 } }] }, /model "gpt-test"\.price: unknown field "inptu"/);
+  refused({ models: [chatModel], channels: [{ ...channel, timeouts: { connectMs: 5 } }] }, /channel "main"\.timeouts: unknown field "connectMs"/);
+  refused({ video: { vendr: 'x' } }, /video: unknown field "vendr"/);
+  refused({ limits: 5 }, /limits must be an object/);
+  refused({ groups: null }, /groups must be an object/);
+  // fields starting with _ are comments
+  assert.equal(loadConfig({ raw: { _comment: 'mine', limits: { _why: 'x', max_keys_per_account: 3 } }, env }).limits.maxKeysPerAccount, 3);
+});
+
+test('redacted() prints the config in the file shape: fed back, it loads to the same config', () => {
+  const raw = {
+    workers: 1, dataDir: '/tmp/tollgate-config-round-trip',
+    groups: { default: { ratio: 1 }, vip: { ratio: 0.8, rpm: 60, concurrency: 4 } },
+    models: [chatModel, { id: 'img', kind: 'image', price: { per_call: 0.04 }, image: { sizes: ['1024x1024'], url_inputs: true } }],
+    channels: [{ ...channel, timeouts: { connect_ms: 5, first_byte_ms: 6, idle_ms: 7 }, model_map: { 'gpt-test': 'up' } }],
+    retries: 1,
+    limits: { max_keys_per_account: 3, reveal: { count: 2, window_seconds: 60 }, body_timeout_ms: 1234 },
+    video: { vendor: 'vid', poll_interval_ms: 50 },
+  };
+  const config = loadConfig({ raw, env });
+  const shown = JSON.parse(JSON.stringify(redacted(config))) as Record<string, unknown> & { channels: { keys: string[] }[] };
+  assert.deepEqual(shown.channels[0].keys, ['[redacted]']);
+  shown.channels[0].keys = ['k'];
+  assert.deepEqual(loadConfig({ raw: shown, env }), config);
+});
