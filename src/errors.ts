@@ -103,7 +103,8 @@ function anthropicType(status: number, type: string): string {
     case 402: return 'billing_error';
     case 403: return 'permission_error';
     case 404: return 'not_found_error';
-    case 429: return 'rate_limit_error';
+    // a key cap or balance too low is a billing problem, not a rate: the type tells the two apart
+    case 429: return type === 'insufficient_quota' ? 'billing_error' : 'rate_limit_error';
     case 503: case 529: return 'overloaded_error';
     default: return status >= 500 ? 'api_error' : type;
   }

@@ -190,10 +190,10 @@ export class Ledger {
         const need = grant.shortfall === 'key' ? keyNeed : accountNeed;
         const reclaimable = grant.available + grant.heldByOthers >= need;
         if (grant.shortfall === 'key') {
-          throw new Shortfall(insufficientQuota(`this key's quota is used up: it has ${(keyLease?.available ?? 0) + grant.available} quota left and this request needs up to ${amount}; raise the key's remain_quota`), reclaimable);
+          throw new Shortfall(insufficientQuota(`this key's quota is too low for this request: it has ${(keyLease?.available ?? 0) + grant.available} quota left and this request needs up to ${amount}; raise the key's remain_quota or make the request smaller (max_tokens, n)`), reclaimable);
         }
         if (grant.shortfall === 'account') {
-          throw new Shortfall(insufficientQuota(`the account balance is too low: ${accountLease.available + grant.available} quota left and this request needs up to ${amount}; top up the account`), reclaimable);
+          throw new Shortfall(insufficientQuota(`the account balance is too low for this request: ${accountLease.available + grant.available} quota left and this request needs up to ${amount}; top up the account or make the request smaller (max_tokens, n)`), reclaimable);
         }
         throw new GatewayError({ status: 401, type: 'invalid_request_error', code: 'invalid_api_key', message: 'Invalid token.' });
       }

@@ -74,7 +74,7 @@ export interface AnthropicMessage {
 }
 
 export interface MessagesRequestInfo {
-  model: string; stream: boolean; maxTokens: number; hasImages: boolean; promptChars: number; messageCount: number;
+  model: string; stream: boolean; maxTokens: number; hasImages: boolean; hasDocuments: boolean; promptChars: number; messageCount: number;
 }
 
 type Json = Record<string, unknown>;
@@ -99,8 +99,8 @@ function checkRange(body: Json, field: string, low: number, high: number): void 
   }
 }
 
-/** Counts prompt characters (for the token estimate) and whether any image is present. */
-interface Tally { chars: number; images: boolean }
+/** Counts prompt characters (for the token estimate) and whether any image or document is present. */
+interface Tally { chars: number; images: boolean; documents: boolean }
 
 function checkImageSource(source: unknown, param: string): void {
   if (!isObject(source)) fail(param, 'field required');
@@ -146,8 +146,12 @@ function checkBlock(block: unknown, param: string, role: string, tally: Tally, n
     case 'thinking':
       tally.chars += requireString(value.thinking, `${param}.thinking`).length;
       return;
+    case 'document':
+      // forwarded as it is; only a multimodal model may take it
+      tally.documents = true;
+      return;
     default:
-      // redacted_thinking, document and newer block types are forwarded as they are.
+      // redacted_thinking and newer block types are forwarded as they are.
       return;
   }
 }
@@ -207,7 +211,7 @@ export function validateMessagesRequest(body: unknown): MessagesRequestInfo {
   if (request.messages === undefined) fail('messages', 'field required');
   if (!Array.isArray(request.messages) || request.messages.length === 0) fail('messages', 'must be a non-empty array');
   const messages = request.messages as unknown[];
-  const tally: Tally = { chars: 0, images: false };
+  const tally: Tally = { chars: 0, images: false, documents: false };
   messages.forEach((message, index) => {
     const param = `messages.${index}`;
     if (!isObject(message)) fail(param, 'must be an object');
@@ -248,6 +252,7 @@ export function validateMessagesRequest(body: unknown): MessagesRequestInfo {
     stream: request.stream === true,
     maxTokens: request.max_tokens as number,
     hasImages: tally.images,
+    hasDocuments: tally.documents,
     promptChars: tally.chars,
     messageCount: messages.length,
   };

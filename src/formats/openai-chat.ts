@@ -14,6 +14,8 @@ export interface ChatRequestInfo {
   hasSystem: boolean;
   hasImages: boolean;
   imageCount: number;
+  /** the first content part that is neither text nor image_url (input_audio, file, …), for models that take text only */
+  otherMedia: { type: string; param: string } | undefined;
   messageCount: number;
   /** which of temperature, top_p, presence_penalty, frequency_penalty are present (non-null) */
   samplingParams: string[];
@@ -57,7 +59,10 @@ function isImageUrl(url: string): boolean {
   return scheme === 'https://' || scheme.startsWith('http://') || DATA_IMAGE_URI.test(url);
 }
 
-/** Validates one content part; returns its text length (0 for non-text) or -1 for an image. */
+/** Parts that are text; any other type but image_url is another kind of media. */
+const TEXT_PARTS = new Set(['text', 'refusal']);
+
+/** Validates one content part; returns its text length (0 for a refusal), -1 for an image or -2 for other media. */
 function checkContentPart(part: unknown, path: string): number {
   if (!isObject(part) || typeof part.type !== 'string') {
     throw badRequest(`${path} must be an object with a string type`, `${path}.type`);
@@ -66,7 +71,7 @@ function checkContentPart(part: unknown, path: string): number {
     if (typeof part.text !== 'string') throw badRequest(`${path}.text must be a string`, `${path}.text`);
     return part.text.length;
   }
-  if (part.type !== 'image_url') return 0; // input_audio, file, … pass through as they are
+  if (part.type !== 'image_url') return TEXT_PARTS.has(part.type) ? 0 : -2; // input_audio, file, … pass through as they are
   const image = part.image_url;
   if (!isObject(image)) throw badRequest(`${path}.image_url must be an object`, `${path}.image_url`);
   if (typeof image.url !== 'string' || !isImageUrl(image.url)) {
@@ -100,6 +105,7 @@ export function validateChatRequest(body: unknown): ChatRequestInfo {
 
   let promptChars = 0;
   let imageCount = 0;
+  let otherMedia: ChatRequestInfo['otherMedia'];
   let hasSystem = false;
   let lastUserIndex = -1;
   for (let index = 0; index < messages.length; index += 1) {
@@ -117,8 +123,9 @@ export function validateChatRequest(body: unknown): ChatRequestInfo {
     } else if (Array.isArray(content)) {
       for (let partIndex = 0; partIndex < content.length; partIndex += 1) {
         const size = checkContentPart(content[partIndex], `messages[${index}].content[${partIndex}]`);
-        if (size < 0) imageCount += 1;
-        else promptChars += size;
+        if (size >= 0) promptChars += size;
+        else if (size === -1) imageCount += 1;
+        else otherMedia ??= { type: (content[partIndex] as JsonObject).type as string, param: `messages[${index}].content[${partIndex}]` };
       }
     } else {
       // null (or absent) content only where the message's substance is a call
@@ -180,6 +187,7 @@ export function validateChatRequest(body: unknown): ChatRequestInfo {
     hasSystem,
     hasImages: imageCount > 0,
     imageCount,
+    otherMedia,
     messageCount: messages.length,
     samplingParams,
     responseFormat: responseFormatType,

@@ -201,11 +201,15 @@ export function simulateVideoStep(task: VideoTask, now: number): VideoTask {
 
 const STATUSES: readonly VideoTaskStatus[] = ['processing', 'completed', 'failed'];
 
+/**
+ * The upstream's view of the task's progress, over ours. `id` and `created_at` are the task's identity
+ * as the client saw it at submit: they stay (the upstream's own id and time would change them
+ * between one poll and the next).
+ */
 function mergeUpstreamData(current: UpstreamData, raw: unknown): UpstreamData {
   if (!isObject(raw)) return current;
   const merged = { ...current };
-  if (Number.isInteger(raw.created_at)) merged.created_at = raw.created_at as number;
-  for (const field of ['enhanced_prompt', 'id', 'status', 'video_generation_id', 'video_generation_status'] as const) {
+  for (const field of ['enhanced_prompt', 'status', 'video_generation_id', 'video_generation_status'] as const) {
     if (typeof raw[field] === 'string') merged[field] = raw[field] as string;
   }
   if (Array.isArray(raw.images)) {

@@ -42,6 +42,9 @@ function checkMessagesRules(model: ModelConfig, info: MessagesRequestInfo, body:
   if (info.hasImages && !model.multimodal) {
     throw badRequest(`model ${model.id} does not accept image input: send text only or use a multimodal model`, 'messages', 'unsupported_value');
   }
+  if (info.hasDocuments && !model.multimodal) {
+    throw badRequest(`model ${model.id} does not accept document input: send text only or use a multimodal model`, 'messages', 'unsupported_value');
+  }
 }
 
 export const messages: RouteHandler = async (exchange, _params, context) => {

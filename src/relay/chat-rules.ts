@@ -17,6 +17,10 @@ export function checkChatRules(model: ModelConfig, info: ChatRequestInfo): void 
   if (info.hasImages && !model.multimodal) {
     throw badRequest(`model ${model.id} does not accept image input: send text only or use a multimodal model`, 'messages', 'unsupported_value');
   }
+  if (info.otherMedia !== undefined && !model.multimodal) {
+    throw badRequest(`model ${model.id} takes text only: ${info.otherMedia.param} is a "${info.otherMedia.type}" part; send text or use a multimodal model`,
+      info.otherMedia.param, 'unsupported_value');
+  }
   if (info.responseFormat === 'json_object' && !model.json_mode) {
     throw badRequest(`model ${model.id} does not support response_format json_object`, 'response_format', 'unsupported_value');
   }

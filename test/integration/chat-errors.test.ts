@@ -173,6 +173,20 @@ for (const front of FRONTS) {
         assert.deepEqual((setup.mock.requests.at(-1)!.body as any).messages, messages);
       });
 
+      test('other media parts (input_audio, file, an unknown type) on a non-multimodal model → 400 naming the part; text and refusal parts pass', async () => {
+        for (const part of [{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }, { type: 'file', file: { file_id: 'f1' } }, { type: 'input_image', image_url: 'https://example.test/a.png' }]) {
+          const messages = [{ role: 'user', content: [{ type: 'text', text: 'and this?' }, part] }] as any;
+          await expectApiError(openai.chat.completions.create({ model: 'mock-chat', messages }), OpenAI.BadRequestError,
+            { status: 400, param: 'messages[0].content[1]', message: new RegExp(`model mock-chat takes text only: messages\\[0\\]\\.content\\[1\\] is a "${part.type}" part`) });
+          await openai.chat.completions.create({ model: 'mock-vision', messages });
+          assert.deepEqual((setup.mock.requests.at(-1)!.body as any).messages, messages);
+        }
+        const texts = [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }, { role: 'assistant', content: [{ type: 'refusal', refusal: 'no' }] },
+          { role: 'user', content: 'again' }] as any;
+        await openai.chat.completions.create({ model: 'mock-chat', messages: texts });
+        assert.deepEqual((setup.mock.requests.at(-1)!.body as any).messages, texts);
+      });
+
       test('response_format json_object only on json_mode models', async () => {
         await expectApiError(openai.chat.completions.create({ model: 'mock-chat', messages: HELLO, response_format: { type: 'json_object' } }),
           OpenAI.BadRequestError, { status: 400, param: 'response_format' });

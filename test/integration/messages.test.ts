@@ -222,6 +222,13 @@ describe('/v1/messages with @anthropic-ai/sdk', () => {
       }), Anthropic.BadRequestError, 400, 'invalid_request_error', /image/);
     });
 
+    test('400 for a document sent to a model that is not multimodal', async () => {
+      await expectError(anthropicClient(fx.setup.url, fx.key).messages.create({
+        model: 'claude-text', max_tokens: 16,
+        messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'a memo' } }, { type: 'text', text: 'sum up' }] }],
+      }), Anthropic.BadRequestError, 400, 'invalid_request_error', /does not accept document input/);
+    });
+
     test('413 request_too_large for a body over the limit; 405 and unknown paths under /v1/messages too', async () => {
       const big = await postMessages(fx.setup.url, { 'x-api-key': fx.key }, { ...hello('claude-mock'), system: 'x'.repeat(MODEL_BODY_LIMIT) });
       assert.equal(big.status, 413);
@@ -245,9 +252,9 @@ describe('/v1/messages with @anthropic-ai/sdk', () => {
       assert.equal(reply.type, 'message', 'without them the model answers');
     });
 
-    test('429 rate_limit_error when the key quota is too low', async () => {
+    test('429 billing_error (not rate_limit_error) when the key quota is too low', async () => {
       const poor = await createKey(fx.setup.url, fx.setup.gateway.adminToken, { remain_quota: 1 });
-      await expectError(anthropicClient(fx.setup.url, poor.key).messages.create(hello('claude-mock')), Anthropic.RateLimitError, 429, 'rate_limit_error', /quota/i);
+      await expectError(anthropicClient(fx.setup.url, poor.key).messages.create(hello('claude-mock')), Anthropic.RateLimitError, 429, 'billing_error', /quota is too low for this request/i);
     });
 
     test('an upstream 5xx on every attempt is a 5xx api_error; an upstream 400 comes back as a 400 with its message', async () => {

@@ -33,7 +33,7 @@ test('a full realistic request is accepted and summarised', () => {
 
 test('a minimal request: text only, not streamed', () => {
   assert.deepEqual(validateMessagesRequest(minimal()), {
-    model: 'claude-sonnet-4-5', stream: false, maxTokens: 256, hasImages: false, promptChars: 5, messageCount: 1,
+    model: 'claude-sonnet-4-5', stream: false, maxTokens: 256, hasImages: false, hasDocuments: false, promptChars: 5, messageCount: 1,
   });
 });
 

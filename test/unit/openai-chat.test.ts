@@ -18,7 +18,7 @@ function rejection(body: unknown): GatewayErrorShape {
 test('a minimal request gives the defaults', () => {
   assert.deepEqual(validateChatRequest(base()), {
     model: 'gpt-4o-mini', stream: false, n: 1, maxTokens: undefined, hasSystem: false, hasImages: false,
-    imageCount: 0, messageCount: 1, samplingParams: [], responseFormat: undefined, includeUsageRequested: false,
+    imageCount: 0, otherMedia: undefined, messageCount: 1, samplingParams: [], responseFormat: undefined, includeUsageRequested: false,
     promptChars: 11, lastUserText: 'Hello there',
   });
 });
@@ -49,6 +49,7 @@ test('reports what the relay needs to know about a full request', () => {
   assert.equal(info.hasSystem, true);
   assert.equal(info.hasImages, true);
   assert.equal(info.imageCount, 2);
+  assert.deepEqual(info.otherMedia, { type: 'input_audio', param: 'messages[4].content[4]' });
   assert.equal(info.messageCount, 5);
   assert.deepEqual(info.samplingParams, ['temperature', 'presence_penalty'], 'null means absent');
   assert.equal(info.responseFormat, 'json_object');

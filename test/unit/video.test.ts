@@ -126,12 +126,14 @@ test('an upstream status answer is merged; a garbled one counts a retry', () => 
   const start = task('a cat');
   const generating = mergeUpstreamStatus(start, {
     success: true,
-    data: { status: 'processing', upstreamData: { status: 'video_generating', enhanced_prompt: 'a fluffy cat', video_generation_id: 'g1', images: [] },
+    data: { status: 'processing', upstreamData: { status: 'video_generating', enhanced_prompt: 'a fluffy cat', video_generation_id: 'g1', images: [], id: 'theirs', created_at: 1 },
       progress: { upstreamStatus: 1, retryCount: 0, maxRetries: 3 } },
   }, NOW + 10);
   assert.equal(generating.status, 'processing');
   assert.equal(generating.upstreamData.status, 'video_generating');
   assert.equal(generating.upstreamData.enhanced_prompt, 'a fluffy cat');
+  assert.deepEqual([generating.upstreamData.id, generating.upstreamData.created_at], [start.upstreamData.id, start.upstreamData.created_at],
+    'the identity the client saw at submit stays');
   assert.equal(generating.progress.upstreamStatus, 1);
   assert.equal(generating.updatedAt, NOW + 10);
 
