@@ -78,12 +78,14 @@ export async function openMasterKey(store: Store, config: Config): Promise<Buffe
   const masterKey = loadMasterKey(config.dataDir, config.secret);
   const mismatch = () => new ConfigError(`the master secret (${config.secret ? 'TOLLGATE_SECRET' : join(config.dataDir, 'secret.key')}) `
     + `is not the one the API keys in ${config.dataDir} were sealed with: start with the original secret`);
-  const existing = store.secretCheck() ?? store.keys.anySealed();
-  if (existing !== undefined && !opens(masterKey, existing)) throw mismatch();
-  if (store.secretCheck() === undefined) {
-    // another process may have claimed it first, under its own secret
-    if (!opens(masterKey, await store.claimSecretCheck(seal(masterKey, SECRET_CHECK_TEXT)))) throw mismatch();
+  let check = store.secretCheck();
+  if (check === undefined) {
+    const key = store.keys.anySealed();   // a data dir from before the check
+    if (key !== undefined && !opens(masterKey, key)) throw mismatch();
+    // the one kept: another process may have claimed it first, under its own secret
+    check = await store.claimSecretCheck(seal(masterKey, SECRET_CHECK_TEXT));
   }
+  if (!opens(masterKey, check)) throw mismatch();
   return masterKey;
 }
 
