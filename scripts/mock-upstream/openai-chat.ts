@@ -48,7 +48,7 @@ export async function handleChatCompletions(exchange: Exchange, context: MockCon
   const created = Math.floor(Date.now() / 1000);
 
   const pieceCount = toolName === undefined
-    ? allowedPieces(body.max_completion_tokens ?? body.max_tokens, context.text.pieces.length)
+    ? allowedPieces(exchange.fault?.ignoreMaxTokens ? undefined : body.max_completion_tokens ?? body.max_tokens, context.text.pieces.length)
     : 0;
   const finishReason = toolName !== undefined ? 'tool_calls'
     : pieceCount < context.text.pieces.length ? 'length' : 'stop';
@@ -60,6 +60,11 @@ export async function handleChatCompletions(exchange: Exchange, context: MockCon
     prompt_tokens_details: { cached_tokens: 0 },
     completion_tokens_details: { reasoning_tokens: 0 },
   };
+  const override = exchange.fault?.usageOverride;
+  if (usage && override) {
+    Object.assign(usage, override);
+    usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
+  }
 
   if (body.stream !== true) {
     const content = pieceCount === context.text.pieces.length

@@ -21,7 +21,8 @@ export async function writeStream(exchange: Exchange, plan: StreamPlan, context:
   const { response, fault } = exchange;
   response.writeHead(200, SSE_HEADERS);
   const timed = fault !== undefined
-    && (fault.malformedSse === true || fault.resetAfterChunks !== undefined || fault.silenceAfterChunks !== undefined);
+    && (fault.malformedSse === true || fault.resetAfterChunks !== undefined || fault.silenceAfterChunks !== undefined
+      || fault.endlessEventBytes !== undefined);
   const terminal = fault?.omitDone ? '' : plan.terminal;
 
   // The benchmark ceiling: one write, no timers, no promises per chunk.
@@ -58,6 +59,15 @@ export async function writeStream(exchange: Exchange, plan: StreamPlan, context:
   };
 
   if (!(await write(plan.head)) || (await afterContent(0))) return;
+  if (fault?.endlessEventBytes !== undefined) {
+    const piece = 'x'.repeat(64 * 1024);
+    if (!(await write('data: {"endless":"'))) return;
+    for (let sent = 0; sent < fault.endlessEventBytes; sent += piece.length) {
+      if (!(await write(piece))) return;
+    }
+    if (!response.destroyed) response.end();
+    return;
+  }
   for (let index = 0; index < plan.content.length; index += 1) {
     if (context.chunkDelayMs > 0) await context.timers.sleep(context.chunkDelayMs);
     if (!(await write(plan.content[index])) || (await afterContent(index + 1))) return;

@@ -18,6 +18,12 @@ export interface MockFault {
   omitDone?: boolean;
   /** Never send usage, stream or not. */
   omitUsage?: boolean;
+  /** Report these counts in place of the true usage (a careless or hostile upstream). */
+  usageOverride?: { prompt_tokens?: number; completion_tokens?: number };
+  /** Chat: answer with every content piece, whatever max_tokens says. */
+  ignoreMaxTokens?: boolean;
+  /** Stream: after the first event, send one event of this many bytes that never ends (no blank line), in 64 KiB writes. */
+  endlessEventBytes?: number;
 }
 
 export interface MultipartFile {

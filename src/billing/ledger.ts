@@ -38,7 +38,8 @@ class Lease {
 export interface Reservation {
   readonly keyId: number;
   readonly accountId: number;
-  readonly amount: number;
+  /** quota held for the call: what it was admitted with, plus any extension (see chargeable) */
+  amount: number;
   readonly keyLease: Lease | null;
   readonly accountLease: Lease;
   done: boolean;
@@ -212,9 +213,37 @@ export class Ledger {
     this.grow(key, account, keyLease, accountLease, 0, 0, amount).catch(() => undefined);
   }
 
-  /** The call is over: charge `quota` (may differ from the reservation) and record it. */
+  /**
+   * What a call whose usage prices at `quota` may be charged: at most its reservation, which first
+   * grows from the room left in this worker's leases (synchronously, no I/O) when the usage is more
+   * than was reserved. A charge is never more than is reserved, so no cap is passed and no balance
+   * is driven below zero; usage beyond the reservation and the leases' room is not charged.
+   */
+  chargeable(reservation: Reservation, quota: number): number {
+    if (quota <= reservation.amount || reservation.done) return Math.min(quota, reservation.amount);
+    const { keyLease, accountLease } = reservation;
+    // a lease of an older epoch (the cap changed since) is not drawn on any further
+    const current = (keyLease === null || this.keyLeases.get(reservation.keyId) === keyLease)
+      && this.accountLeases.get(reservation.accountId) === accountLease;
+    const room = current ? Math.min(keyLease?.available ?? Number.POSITIVE_INFINITY, accountLease.available) : 0;
+    const extra = Math.max(0, Math.min(quota - reservation.amount, room));
+    if (extra > 0) {
+      if (keyLease) keyLease.reserved += extra;
+      accountLease.reserved += extra;
+      reservation.amount += extra;
+    }
+    return reservation.amount;
+  }
+
+  /** The call is over: charge `quota` (at most the reservation: see chargeable) and record it. */
   settle(reservation: Reservation, quota: number, record: Omit<UsageRecord, 'id'>): void {
     if (reservation.done) return;
+    if (quota > reservation.amount) {
+      // a caller that skipped chargeable(): the bound holds all the same, and the record says what was charged
+      this.log.error({ quota, reserved: reservation.amount }, 'a charge above its reservation was bounded to it');
+      quota = reservation.amount;
+      record = { ...record, quota };
+    }
     reservation.done = true;
     const { keyLease, accountLease } = reservation;
     if (keyLease) { keyLease.reserved -= reservation.amount; keyLease.pending += quota; }

@@ -25,12 +25,14 @@ export function countTokens(text: string): number {
 }
 
 /**
- * Upper-leaning estimate without the tokenizer, for reserving quota on the hot path. English runs
- * near 4 characters per token, so /3 leans high; dense scripts (CJK) can exceed it, which the
- * settlement after the call corrects.
+ * Estimate without the tokenizer, for reserving quota on the hot path. `promptBytes` is the size of
+ * everything the upstream reads as prompt: the request's bytes (messages, system, tools, tool results,
+ * every part) without media payloads. A byte-level BPE token is at least one byte; English runs near
+ * 4 bytes a token, CJK near 3 (one token a character), so bytes / 3 leans high for both. Dense or
+ * random text can still cost more: the settlement extends the reservation or bounds the charge.
  */
-export function estimatePromptTokens(promptChars: number, messageCount: number, imageCount = 0): number {
-  return Math.ceil(promptChars / 3) + (TOKENS_PER_MESSAGE + 1) * messageCount + IMAGE_PART_TOKENS * imageCount + REPLY_PRIMING_TOKENS;
+export function estimatePromptTokens(promptBytes: number, messageCount: number, imageCount = 0): number {
+  return Math.ceil(promptBytes / 3) + (TOKENS_PER_MESSAGE + 1) * messageCount + IMAGE_PART_TOKENS * imageCount + REPLY_PRIMING_TOKENS;
 }
 
 /** Tokenizer-based count of a chat prompt, used when the upstream reports no usage. */

@@ -21,8 +21,10 @@ export interface ChatRequestInfo {
   samplingParams: string[];
   responseFormat: string | undefined;
   includeUsageRequested: boolean;
-  /** total characters of text content, for estimates */
+  /** total characters of text content */
   promptChars: number;
+  /** bytes of media payloads carried in the body (data: URIs, audio and file data), left out of the prompt estimate */
+  mediaBytes: number;
   /** text of the last user message (ratio markers) */
   lastUserText: string;
 }
@@ -61,6 +63,14 @@ function isImageUrl(url: string): boolean {
 
 /** Parts that are text; any other type but image_url is another kind of media. */
 const TEXT_PARTS = new Set(['text', 'refusal']);
+
+/** Size of the inline payload of a media part (a data: URI, base64 audio or file data); 0 for a link. */
+function mediaPayloadBytes(part: JsonObject): number {
+  const payload = isObject(part.image_url) ? part.image_url.url
+    : isObject(part.input_audio) ? part.input_audio.data
+      : isObject(part.file) ? part.file.file_data : undefined;
+  return typeof payload === 'string' && (part.type !== 'image_url' || payload.startsWith('data:')) ? payload.length : 0;
+}
 
 /** Validates one content part; returns its text length (0 for a refusal), -1 for an image or -2 for other media. */
 function checkContentPart(part: unknown, path: string): number {
@@ -104,6 +114,7 @@ export function validateChatRequest(body: unknown): ChatRequestInfo {
   }
 
   let promptChars = 0;
+  let mediaBytes = 0;
   let imageCount = 0;
   let otherMedia: ChatRequestInfo['otherMedia'];
   let hasSystem = false;
@@ -123,8 +134,12 @@ export function validateChatRequest(body: unknown): ChatRequestInfo {
     } else if (Array.isArray(content)) {
       for (let partIndex = 0; partIndex < content.length; partIndex += 1) {
         const size = checkContentPart(content[partIndex], `messages[${index}].content[${partIndex}]`);
-        if (size >= 0) promptChars += size;
-        else if (size === -1) imageCount += 1;
+        if (size >= 0) {
+          promptChars += size;
+          continue;
+        }
+        mediaBytes += mediaPayloadBytes(content[partIndex] as JsonObject);
+        if (size === -1) imageCount += 1;
         else otherMedia ??= { type: (content[partIndex] as JsonObject).type as string, param: `messages[${index}].content[${partIndex}]` };
       }
     } else {
@@ -193,6 +208,7 @@ export function validateChatRequest(body: unknown): ChatRequestInfo {
     responseFormat: responseFormatType,
     includeUsageRequested,
     promptChars,
+    mediaBytes,
     lastUserText: lastUserIndex === -1 ? '' : textOf((messages[lastUserIndex] as JsonObject).content),
   };
 }

@@ -17,6 +17,7 @@ import {
   scanUnderscores, valueAfterKey,
 } from './openai-stream-scan';
 import { canonicalUsage, normalizeUsage, type Usage } from './openai-usage';
+import { MAX_EVENT_BYTES } from './sse';
 
 export interface StreamTailResult {
   /** the rewritten end of the stream: text (the usual case: only the final chunk and [DONE]) or bytes */
@@ -32,6 +33,15 @@ export interface StreamTailOptions {
   model: string;
   /** bound on forwarded bytes kept to extract completion text from for local counting (so on that text too) */
   maxTextBytes?: number;
+  /** bound on the bytes held for one unfinished event (default MAX_EVENT_BYTES); past it the tail stops */
+  maxEventBytes?: number;
+  /** the client asked for `stream_options.include_usage`: usage also comes as a chunk of its own with `choices: []` */
+  usageChunk?: boolean;
+}
+
+export interface FinishOptions {
+  /** the stream is cut short: every choice finishes with `length`, and this event precedes [DONE] */
+  cutEvent?: string;
 }
 
 export const DEFAULT_MAX_TEXT_BYTES = 256 * 1024;
@@ -96,10 +106,17 @@ export class OpenAIStreamTail {
   private readonly finishReasons = new Map<number, string>();
   private lastFinishReason: string | null = null;
   private readonly text: CompletionTextSample;
+  private readonly maxEventBytes: number;
+  private readonly usageChunk: boolean;
+  /** an event grew past maxEventBytes: nothing more is taken from the upstream */
+  overflowed = false;
+  private usageResult: { usage: Usage; source: 'upstream' | 'estimated' } | undefined;
 
   constructor(options: StreamTailOptions) {
     this.model = options.model;
     this.text = new CompletionTextSample(options.maxTextBytes ?? DEFAULT_MAX_TEXT_BYTES);
+    this.maxEventBytes = options.maxEventBytes ?? MAX_EVENT_BYTES;
+    this.usageChunk = options.usageChunk ?? false;
   }
 
   get firstContentSeen(): boolean {
@@ -150,7 +167,24 @@ export class OpenAIStreamTail {
     return output;
   }
 
-  finish(fallbackUsage?: (completionText: string) => Usage): StreamTailResult {
+  /**
+   * The stream's usage: the upstream's, or else the fallback over the delivered text (scaled past
+   * the kept bound). Read once the stream is over; finish() answers the same.
+   */
+  usage(fallbackUsage?: (completionText: string) => Usage): { usage: Usage; source: 'upstream' | 'estimated' } {
+    if (this.usageResult !== undefined) return this.usageResult;
+    if (this.upstreamUsage !== undefined) return (this.usageResult = { usage: this.upstreamUsage, source: 'upstream' });
+    const text = this.text.text();
+    const usage = this.scaleUsage(fallbackUsage ? fallbackUsage(text) : { prompt_tokens: 0, completion_tokens: countTokens(text), total_tokens: 0 });
+    return (this.usageResult = { usage, source: 'estimated' });
+  }
+
+  /** Completion tokens delivered so far, counted on the kept text and scaled past it (for bounds mid-stream). */
+  deliveredCompletionTokens(): number {
+    return Math.ceil(countTokens(this.text.text()) * this.text.scale);
+  }
+
+  finish(fallbackUsage?: (completionText: string) => Usage, options: FinishOptions = {}): StreamTailResult {
     const parts: Buffer[] = [];
     // A last event the upstream did not close with a blank line still counts if its lines are complete.
     const carry = this.carry;
@@ -166,20 +200,15 @@ export class OpenAIStreamTail {
     }
     this.done = true;
 
-    let usage: Usage;
-    let usageSource: 'upstream' | 'estimated';
-    if (this.upstreamUsage !== undefined) {
-      usage = this.upstreamUsage;
-      usageSource = 'upstream';
-    } else {
-      const text = this.text.text();
-      usage = this.scaleUsage(fallbackUsage ? fallbackUsage(text) : { prompt_tokens: 0, completion_tokens: countTokens(text), total_tokens: 0 });
-      usageSource = 'estimated';
-    }
+    const { usage, source: usageSource } = this.usage(fallbackUsage);
 
-    const reasons = this.finishReasons.size === 0 ? NO_REASON
+    let reasons = this.finishReasons.size === 0 ? NO_REASON
       : this.finishReasons.size === 1 ? [this.finishReasons.entries().next().value as [number, string]]
         : [...this.finishReasons].sort((left, right) => left[0] - right[0]);
+    if (options.cutEvent !== undefined) {
+      reasons = reasons.map(([index]) => [index, 'length'] as [number, string]);
+      this.lastFinishReason = 'length';
+    }
     const id = this.id ?? `chatcmpl-${randomBytes(12).toString('hex')}`;
     const created = this.created ?? Math.floor(Date.now() / 1000);
     // Written out rather than JSON.stringify of a built object (half the cost): only the strings and
@@ -193,6 +222,10 @@ export class OpenAIStreamTail {
       const usagePart = index === reasons.length - 1 ? `,"usage":${usageText}` : '';
       tail += `${head}${JSON.stringify(reasons[index][0])},"delta":{},"finish_reason":${JSON.stringify(reasons[index][1])}}]${fingerprint}${usagePart}}\n\n`;
     }
+    if (this.usageChunk) {
+      tail += `data: {"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(this.model)},"choices":[]${fingerprint},"usage":${usageText}}\n\n`;
+    }
+    if (options.cutEvent !== undefined) tail += options.cutEvent;
     tail += DONE_EVENT;
 
     // A plain object: a getter in a per-request literal costs V8 an old-space AccessorPair, which
@@ -242,6 +275,14 @@ export class OpenAIStreamTail {
   }
 
   private holdBack(rest: Buffer): void {
+    if (this.carryBytes + rest.length > this.maxEventBytes) {
+      // an event without its end past the bound: stop here rather than hold the upstream's bytes without limit
+      this.overflowed = true;
+      this.done = true;
+      this.carry = [];
+      this.carryBytes = 0;
+      return;
+    }
     this.carry.push(rest);
     this.carryBytes += rest.length;
   }

@@ -3,6 +3,7 @@
 // → lines (ended by \n, \r\n or \r, even when the \r and the \n arrive in different chunks)
 // → events (dispatched on a blank line). A small state machine, no regular expressions on chunks.
 import { StringDecoder } from 'node:string_decoder';
+import { GatewayError } from '../errors';
 
 export interface SseEvent {
   event?: string;
@@ -16,6 +17,18 @@ export interface SseDecoderOptions {
    * Set this to dispatch it from `end()` instead, for lenient upstreams.
    */
   dispatchIncompleteAtEnd?: boolean;
+  /** bound on the characters held for one event (its lines so far); past it push() throws */
+  maxEventChars?: number;
+}
+
+/** An upstream event is held whole until its blank line: this bounds the memory one event can take. */
+export const MAX_EVENT_BYTES = 1024 * 1024;
+
+export function eventTooLarge(limit = MAX_EVENT_BYTES): GatewayError {
+  return new GatewayError({
+    status: 502, type: 'api_error', code: 'upstream_event_too_large',
+    message: `the upstream sent a stream event larger than ${limit} bytes (the limit on one event); the stream was ended`,
+  });
 }
 
 const LINE_FEED = '\n';
@@ -24,6 +37,9 @@ const CARRIAGE_RETURN = '\r';
 export class SseDecoder {
   private readonly utf8 = new StringDecoder('utf8');
   private readonly dispatchIncompleteAtEnd: boolean;
+  private readonly maxEventChars: number;
+  /** characters of the current event's data lines so far */
+  private dataChars = 0;
   /** Text of the current line received so far (its end has not arrived yet). */
   private partialLine = '';
   /** The previous chunk ended with \r: a \n at the start of the next one belongs to the same line end. */
@@ -35,6 +51,7 @@ export class SseDecoder {
 
   constructor(options: SseDecoderOptions = {}) {
     this.dispatchIncompleteAtEnd = options.dispatchIncompleteAtEnd ?? false;
+    this.maxEventChars = options.maxEventChars ?? MAX_EVENT_BYTES;
   }
 
   push(chunk: Buffer | string): SseEvent[] {
@@ -95,6 +112,11 @@ export class SseDecoder {
       if (nextCarriageReturn !== -1 && nextCarriageReturn < start) nextCarriageReturn = text.indexOf(CARRIAGE_RETURN, start);
     }
     if (start < length) this.partialLine += text.slice(start);
+    if (this.partialLine.length + this.dataChars > this.maxEventChars) {
+      this.partialLine = '';
+      this.resetEvent();
+      throw eventTooLarge(this.maxEventChars);
+    }
   }
 
   private processLine(line: string, events: SseEvent[]): void {
@@ -117,6 +139,11 @@ export class SseDecoder {
     switch (field) {
       case 'data':
         this.dataLines.push(value);
+        this.dataChars += value.length;
+        if (this.dataChars > this.maxEventChars) {
+          this.resetEvent();
+          throw eventTooLarge(this.maxEventChars);
+        }
         break;
       case 'event':
         this.eventName = value;
@@ -142,6 +169,7 @@ export class SseDecoder {
 
   private resetEvent(): void {
     this.dataLines = [];
+    this.dataChars = 0;
     this.eventName = undefined;
     this.eventId = undefined;
   }

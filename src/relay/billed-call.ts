@@ -36,7 +36,13 @@ export interface CallScope {
   readonly ratio: number;
   /** channel of the latest upstream attempt, for the record */
   channel: string;
-  settle(quota: number, metered: Metered, status: number, endReason: string, firstByteAt: number | null): void;
+  /** what usage pricing at `quota` may be charged: the reservation, extended from the leases' room (Ledger.chargeable) */
+  chargeable(quota: number): number;
+  /**
+   * Charges `quota`, bounded by the reservation, and records the call; returns the quota charged.
+   * A bounded charge is logged and recorded with end reason `quota_bounded`.
+   */
+  settle(quota: number, metered: Metered, status: number, endReason: string, firstByteAt: number | null): number;
 }
 
 const NOTHING_METERED: Metered = { promptTokens: 0, completionTokens: 0, usageSource: 'estimated' };
@@ -62,13 +68,22 @@ function runAdmitted(options: BilledCallOptions, admission: Admission, startedAt
     abort,
     ratio: admission.ratio,
     channel: '',
+    chargeable: (quota) => context.ledger.chargeable(admission.reservation, quota),
     settle(quota, metered, status, endReason, firstByteAt) {
-      context.ledger.settle(admission.reservation, quota, usageRecord({
+      if (admission.reservation.done) return 0;
+      const charged = context.ledger.chargeable(admission.reservation, quota);
+      if (charged < quota) {
+        context.log.warn({ model: model.id, key: caller.key.id, channel: scope.channel, usage_quota: quota, charged },
+          'usage priced above what the call could reserve: charged the reservation');
+        endReason = 'quota_bounded';
+      }
+      context.ledger.settle(admission.reservation, charged, usageRecord({
         caller, model, channel: scope.channel, endpoint, startedAt, firstByteAt,
         promptTokens: metered.promptTokens, completionTokens: metered.completionTokens,
         cacheReadTokens: metered.cacheReadTokens, cacheCreationTokens: metered.cacheCreationTokens,
-        quota, status, endReason, usageSource: metered.usageSource, stream,
+        quota: charged, status, endReason, usageSource: metered.usageSource, stream,
       }));
+      return charged;
     },
   };
   let running: Promise<void>;

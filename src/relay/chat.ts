@@ -15,9 +15,31 @@ import { MAX_ANSWER_BYTES, readAnswer } from '../providers/http-call';
 import type { Provider, UpstreamAnswer } from '../providers/types';
 import { billedCall } from './billed-call';
 import { withFailover, type Attempt } from './failover';
-import { pipeStream, type PipeOutcome } from './stream-pipe';
+import { pipeStream, type PipeOutcome, type StreamTransform } from './stream-pipe';
+import { eventTooLarge } from '../formats/sse';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
+/** forwarded bytes before the first weighing of a stream's output against its reservation */
+const BUDGET_CHECK_BYTES = 32 * 1024;
+/** prompt tokens an image can cost at most (high detail, large), for the bound on reported usage */
+const MAX_IMAGE_TOKENS = 10_000;
+/** prompt tokens a provider may add of its own beyond the request's bytes, for the bound on reported usage */
+const PROMPT_BOUND_SLACK = 4096;
+
+function quotaBoundError(): GatewayErrorShape {
+  return {
+    status: 429, type: 'insufficient_quota', code: 'insufficient_quota', retryable: false,
+    message: 'the answer reached what this request could reserve (the key\'s quota or the account balance); it was cut off there and billed up to it',
+  };
+}
+
+/** Usage within the request's bounds: counts above them are billed at the bound (the same object when within). */
+function boundedUsage(usage: Usage, promptBound: number, completionBound: number): Usage {
+  if (usage.prompt_tokens <= promptBound && usage.completion_tokens <= completionBound) return usage;
+  const prompt = Math.min(usage.prompt_tokens, promptBound);
+  const completion = Math.min(usage.completion_tokens, completionBound);
+  return { ...usage, prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
 
 export interface ChatCall {
   exchange: Exchange;
@@ -54,21 +76,33 @@ export function relayChatCompletions(call: ChatCall): Promise<void> {
   const { exchange, context, caller, model, body, raw, info } = call;
   const perCall = isPerCall(model);
   const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
-  const maxOutput = info.maxTokens ?? model.max_output_tokens;
-  const estimate = perCall
-    ? perCallQuota(model, info.n, ratio)
-    : estimateQuota(model, estimatePromptTokens(info.promptChars, info.messageCount, info.imageCount), maxOutput * info.n, ratio);
+  const maxOutput = (info.maxTokens ?? model.max_output_tokens) * info.n;
+  const promptBytes = raw.length - info.mediaBytes;
+  const promptEstimate = estimatePromptTokens(promptBytes, info.messageCount, info.imageCount);
+  const estimate = perCall ? perCallQuota(model, info.n, ratio) : estimateQuota(model, promptEstimate, maxOutput, ratio);
+  // Usage above these is not a count but a fault, billed at the bound. A token is at least a byte of
+  // the prompt; the slack covers what a provider adds itself (tool-use system prompts, templates).
+  const promptBound = 2 * promptBytes + PROMPT_BOUND_SLACK + MAX_IMAGE_TOKENS * info.imageCount;
   const maxTokensDefault = model.reasoning ? model.max_output_tokens : undefined;
   const capable = (provider: Provider) => provider.chatCompletions !== undefined;
 
   // The relay body is a promise chain, not an async function: one frame fewer (~1 KB) per call.
   return billedCall({ exchange, context, caller, model, endpoint: 'chat.completions', stream: info.stream, estimate }, (scope) => {
-    const bill = (usage: Usage, source: 'upstream' | 'estimated', status: number, endReason: string, firstByteAt: number | null) => {
-      const cached = cachedTokens(usage);
+    const priced = (usage: Usage, log = false) => {
+      const bounded = boundedUsage(usage, promptBound, maxOutput);
+      if (log && bounded !== usage) {
+        context.log.warn({ model: model.id, channel: scope.channel, prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens,
+          prompt_bound: promptBound, completion_bound: maxOutput }, 'upstream usage above what the request can cost: billed at the bound');
+      }
+      const cached = Math.min(cachedTokens(bounded), bounded.prompt_tokens);
       const quota = perCall ? perCallQuota(model, info.n, scope.ratio)
-        : usageQuota(model, { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, cached_tokens: cached }, scope.ratio);
+        : usageQuota(model, { prompt_tokens: bounded.prompt_tokens, completion_tokens: bounded.completion_tokens, cached_tokens: cached }, scope.ratio);
+      return { usage: bounded, cached, quota };
+    };
+    const bill = (usage: Usage, source: 'upstream' | 'estimated', status: number, endReason: string, firstByteAt: number | null) => {
+      const { usage: bounded, cached, quota } = priced(usage, true);
       scope.settle(quota, {
-        promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, cacheReadTokens: cached,
+        promptTokens: bounded.prompt_tokens, completionTokens: bounded.completion_tokens, cacheReadTokens: cached,
         usageSource: perCall ? 'per_call' : source,
       }, status, endReason, firstByteAt);
     };
@@ -108,24 +142,63 @@ export function relayChatCompletions(call: ChatCall): Promise<void> {
       });
     }
 
-    const tail = new OpenAIStreamTail({ model: model.id });
+    const tail = new OpenAIStreamTail({ model: model.id, usageChunk: info.includeUsageRequested });
+    const fallbackUsage = (text: string) => localUsage(body.messages, text);
     let finished: ReturnType<OpenAIStreamTail['finish']> | undefined;
-    const finishTail = () => (finished ??= tail.finish((text) => localUsage(body.messages, text)));
-    const pipe = (attempt: Attempt, answer: UpstreamAnswer) => pipeStream(exchange, answer.body, {
-      push: (chunk) => tail.push(chunk),
-      finish: () => {
+    /** the stream's end; past what the call could reserve, it finishes with `length` and says why */
+    const finishTail = (cutEvent?: string) => {
+      if (finished !== undefined) return finished;
+      if (cutEvent === undefined && !perCall) {
+        const { quota } = priced(tail.usage(fallbackUsage).usage);
+        if (scope.chargeable(quota) < quota) cutEvent = openAIErrorEvent(quotaBoundError());
+      }
+      return (finished = tail.finish(fallbackUsage, { cutEvent }));
+    };
+    // Mid-stream, the output delivered is weighed against the reservation once enough has gone out
+    // to matter (a rough byte count first, the tokenizer near the bound), at growing intervals.
+    let forwarded = 0;
+    let nextCheck = BUDGET_CHECK_BYTES;
+    const transform: StreamTransform = {
+      push: (chunk) => {
+        const out = tail.push(chunk);
+        if (out !== null) {
+          forwarded += out.length;
+          if (forwarded >= nextCheck && !perCall) {
+            nextCheck = Math.ceil(forwarded * 1.25);
+            if (overBudget()) transform.cut = { tail: finishTail(openAIErrorEvent(quotaBoundError())).tail, reason: 'quota_bounded' };
+          }
+        }
+        if (tail.overflowed) transform.cut = { tail: finishTail(openAIErrorEvent(eventTooLarge())).tail, reason: 'upstream_event_too_large' };
+        return out;
+      },
+      finish: () => finishTail().tail,
+      fail: (error) => openAIErrorEvent(error),
+      cut: null,
+    };
+    const overBudget = () => {
+      const roughTokens = tail.completionTextBytes() / 4;
+      if (roughTokens < maxOutput * 0.75 && !overQuota(roughTokens)) return false;
+      const delivered = tail.deliveredCompletionTokens();
+      return delivered > maxOutput || overQuota(delivered);
+    };
+    const overQuota = (completionTokens: number) => {
+      const quota = usageQuota(model, { prompt_tokens: promptEstimate, completion_tokens: Math.ceil(completionTokens) }, scope.ratio);
+      return scope.chargeable(quota) < quota;
+    };
+    const pipe = (attempt: Attempt, answer: UpstreamAnswer) => {
+      transform.finish = () => {
         const result = finishTail();
         return result.finishReason === null && !result.sawDone
           ? openAIErrorEvent({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${attempt.channel.name} ended the stream early` })
           : result.tail;
-      },
-      fail: (error) => openAIErrorEvent(error),
-    }, scope.abort, attempt.channel.name);
+      };
+      return pipeStream(exchange, answer.body, transform, scope.abort, attempt.channel.name);
+    };
     return withFailover<PipeOutcome>(context, model, caller.key.group, capable,
       (attempt) => send(attempt, true).then((answer) => pipe(attempt, answer)), scope.abort.signal,
     ).then(({ result: outcome }) => {
       const result = finishTail();
-      const endReason = outcome.endReason === 'completed' && !result.sawDone ? 'upstream_truncated' : outcome.endReason;
+      const endReason = outcome.endReason === 'completed' && !result.sawDone && result.finishReason !== 'length' ? 'upstream_truncated' : outcome.endReason;
       bill(result.usage, result.usageSource, outcome.error ? outcome.error.status : 200, endReason, outcome.firstByteAt);
     });
   });

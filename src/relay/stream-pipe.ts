@@ -13,9 +13,14 @@ export interface StreamTransform {
   finish(): Buffer | string;
   /** text of an error event once the client has received bytes */
   fail(error: GatewayErrorShape): string;
+  /**
+   * Set by push() when the stream must end before the upstream's end (a bound was reached): the
+   * pipe writes `tail` after push's output, aborts the upstream and ends with `reason`.
+   */
+  cut?: { tail: Buffer | string; reason: EndReason } | null;
 }
 
-export type EndReason = 'completed' | 'client_gone' | 'upstream_error';
+export type EndReason = 'completed' | 'client_gone' | 'upstream_error' | 'quota_bounded' | 'upstream_event_too_large';
 
 export interface PipeOutcome { endReason: EndReason; firstByteAt: number | null; error?: GatewayErrorShape }
 
@@ -66,6 +71,15 @@ export function pipeStream(exchange: Exchange, body: BodySource, transform: Stre
     body.on('data', (chunk: Buffer) => {
       if (settled) return;
       const out = transform.push(chunk);
+      const cut = transform.cut;
+      if (cut != null) {
+        if (out !== null && out.length > 0) { if (pending !== null) writePending(); pending = out; }
+        endWith(cut.tail);
+        abort.abort();
+        body.destroy();
+        settle({ endReason: cut.reason, firstByteAt });
+        return;
+      }
       if (out === null || out.length === 0) return;
       if (pending !== null) writePending();
       pending = out;

@@ -1,8 +1,9 @@
 // Upstream failures mapped in one place: HTTP status of the upstream → gateway error with a
 // retryable default; transport codes → 502/503/504. Messages never carry the channel's key.
-import { GatewayError } from '../errors';
+import { GatewayError, isGatewayError } from '../errors';
 
 export function fromTransportError(error: unknown, channel: string): GatewayError {
+  if (isGatewayError(error)) return error instanceof GatewayError ? error : new GatewayError(error);   // already said what went wrong (a bound on the answer, a translation)
   const name = (error as Error)?.name;
   // an abort reason is a DOMException whose numeric legacy `code` (20) says nothing: go by its name
   const code = name === 'AbortError' ? name : (error as { code?: string })?.code ?? name ?? 'unknown';

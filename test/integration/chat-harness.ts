@@ -164,8 +164,14 @@ export function assertStreamTail(text: string): any {
   assert.ok(events.length >= 2, text);
   assert.equal(events[events.length - 1].data, '[DONE]', `the stream ends with data: [DONE]: ${text.slice(-300)}`);
   assert.ok(text.endsWith('data: [DONE]\n\n'), 'nothing after [DONE]');
-  const final = events[events.length - 2].json;
-  assert.ok(final, `the final chunk is JSON: ${events[events.length - 2].data}`);
+  // OpenAI's format: when the client asked for include_usage, usage also comes in a chunk of its own
+  // with `choices: []` after the last chunk with a choice
+  const usageChunk = events[events.length - 2].json;
+  const separate = Array.isArray(usageChunk?.choices) && usageChunk.choices.length === 0;
+  const finalEvent = events[events.length - (separate ? 3 : 2)];
+  const final = finalEvent.json;
+  assert.ok(final, `the final chunk is JSON: ${finalEvent.data}`);
+  if (separate) assert.deepEqual(usageChunk.usage, final.usage, 'the usage chunk repeats the final chunk\'s usage');
   assert.equal(final.object, 'chat.completion.chunk');
   assert.ok(Array.isArray(final.choices) && final.choices.length >= 1, JSON.stringify(final));
   for (const choice of final.choices) {
@@ -174,9 +180,9 @@ export function assertStreamTail(text: string): any {
   }
   assert.ok(final.usage && Number.isInteger(final.usage.prompt_tokens) && Number.isInteger(final.usage.completion_tokens), JSON.stringify(final));
   assert.equal(final.usage.total_tokens, final.usage.prompt_tokens + final.usage.completion_tokens);
-  for (const event of events.slice(0, -2)) {
+  for (const event of events.slice(0, separate ? -3 : -2)) {
     assert.ok(event.json, `every event before [DONE] is JSON: ${event.data}`);
-    if (event.json.usage) assert.equal(event, events[events.length - 2], 'only the final chunk carries usage');
+    assert.ok(!event.json.usage, 'only the final chunk (and the usage chunk) carries usage');
   }
   return final;
 }

@@ -257,9 +257,31 @@ test('a batch whose commit failed goes again, whole, with the next one: no charg
   for (const quota of [5, 7]) failing.settle(await failing.reserve(fresh(ids).key, fresh(ids).account, 10), quota, record(ids, quota));
   await failing.flush();
   assert.deepEqual(committed, [], 'the first commit failed');
-  failing.settle(await failing.reserve(fresh(ids).key, fresh(ids).account, 10), 11, record(ids, 11));
+  failing.settle(await failing.reserve(fresh(ids).key, fresh(ids).account, 11), 11, record(ids, 11));
   await failing.flush();
   assert.deepEqual(committed, [{ quota: 23, records: 3 }]);
   assert.deepEqual(store.usage.list(ids.accountId, {}, 0, 10).items.map((item) => item.quota), [11, 7, 5]);
   assert.equal(store.keys.byId(ids.keyId)!.used_quota, 23);
+});
+
+test('a charge is never more than its reservation: it grows from the lease room first, and past that is bounded with no balance clamped', async () => {
+  const ids = await setup(1_000, { remain_quota: 300 });
+  const worker = ledger('w-bound');
+  const reservation = await worker.reserve(fresh(ids).key, fresh(ids).account, 50);
+  // the worker leased up to a quarter of the free cap beyond need: usage priced a little above the
+  // reservation is covered by the lease's room
+  const room = worker.chargeable(reservation, 60);
+  assert.equal(room, 60, 'grown by 10 from the lease');
+  assert.equal(reservation.amount, 60);
+  // far above what the key's cap (300) allows: the charge is bounded by what could be reserved
+  const bounded = worker.chargeable(reservation, 1_000_000_000);
+  assert.ok(bounded >= 60 && bounded <= 300, `bounded to ${bounded}`);
+  worker.settle(reservation, 1_000_000_000, record(ids, 1_000_000_000));   // a caller that skipped chargeable: bounded all the same
+  await worker.flush();
+  const key = store.keys.byId(ids.keyId)!;
+  const account = store.accounts.get(ids.accountId)!;
+  assert.equal(key.used_quota, bounded);
+  assert.equal(key.remain_quota, 300 - bounded);
+  assert.equal(account.balance, 1_000 - bounded, 'the balance fell by exactly the charge: nothing clamped');
+  assert.deepEqual(store.usage.list(ids.accountId, {}, 0, 10).items.map((item) => item.quota), [bounded]);
 });

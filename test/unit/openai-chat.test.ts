@@ -19,7 +19,7 @@ test('a minimal request gives the defaults', () => {
   assert.deepEqual(validateChatRequest(base()), {
     model: 'gpt-4o-mini', stream: false, n: 1, maxTokens: undefined, hasSystem: false, hasImages: false,
     imageCount: 0, otherMedia: undefined, messageCount: 1, samplingParams: [], responseFormat: undefined, includeUsageRequested: false,
-    promptChars: 11, lastUserText: 'Hello there',
+    promptChars: 11, mediaBytes: 0, lastUserText: 'Hello there',
   });
 });
 
@@ -56,6 +56,7 @@ test('reports what the relay needs to know about a full request', () => {
   assert.equal(info.includeUsageRequested, true);
   assert.equal(info.promptChars, 'Be brief.first questionresultWhat is in this picture?Draw it 【2:3】'.length);
   assert.equal(info.lastUserText, 'What is in this picture?\nDraw it 【2:3】');
+  assert.equal(info.mediaBytes, 'data:image/png;base64,iVBORw0KGgo='.length + 'AAAA'.length, 'inline payloads, not linked images');
 });
 
 test('null optional parameters count as absent', () => {

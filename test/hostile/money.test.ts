@@ -1,0 +1,199 @@
+// Issue 21, money: a charge is never more than its reservation, whatever the client sends or the
+// upstream reports. Each scenario ends with the money invariants (test/helpers/money.ts).
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { addAccount, call, FRONTS } from '../helpers/gateway';
+import { assertMoneyInvariants, moneySnapshot, type MoneySnapshot } from '../helpers/money';
+import { createKey, eventually, flushCharges, postChat, sleep, sseEvents, startChatSetup, type ChatSetup } from '../integration/chat-harness';
+
+const CJK = '我们的季度报告显示收入增长了百分之十二，主要来自亚洲市场的新客户。'.repeat(20).slice(0, 600);
+
+for (const front of FRONTS) describe(`money under hostile input (${front} front)`, () => {
+  let setup: ChatSetup;
+  let before0: MoneySnapshot;
+  const store = () => setup.gateway.gateway.context.store;
+  const admin = () => setup.gateway.adminToken;
+
+  before(async () => {
+    setup = await startChatSetup({ front, mock: { chunks: 3000 } });
+    await store().accounts.topUp(1, 100_000_000);
+  });
+  after(async () => { await setup?.close(); });
+  beforeEach(async () => {
+    setup.mock.reset();
+    await flushCharges(setup);
+    before0 = moneySnapshot(store());
+  });
+
+  async function settled(label: string): Promise<number> {
+    await flushCharges(setup);
+    return assertMoneyInvariants(store(), before0, label);
+  }
+
+  const records = (accountId: number, keyId: number) => store().usage.list(accountId, { keyId }, 0, 1000).items;
+
+  test('an 80 KB refusal part with max_tokens 1 is reserved for: refused up front on a 1,000 cap, nothing charged', async () => {
+    const key = await createKey(setup.url, admin(), { remain_quota: 1000 });
+    setup.mock.script({ usageOverride: { prompt_tokens: 20_000 } });
+    const answer = await postChat(setup.url, key.key, {
+      model: 'mock-vision', max_tokens: 1,
+      messages: [{ role: 'assistant', content: [{ type: 'refusal', refusal: 'no '.repeat(27_000) }] }, { role: 'user', content: 'hi' }],
+    });
+    assert.equal(answer.status, 429, answer.text);
+    assert.equal(answer.json.error.code, 'insufficient_quota');
+    assert.equal(setup.mock.requests.length, 0, 'nothing reached the upstream');
+    assert.equal(await settled('refusal part'), 0);
+  });
+
+  test('39 KB of tool definitions count in the reservation: refused on a 1,000 cap', async () => {
+    const key = await createKey(setup.url, admin(), { remain_quota: 1000 });
+    const tools = Array.from({ length: 60 }, (_, index) => ({
+      type: 'function', function: { name: `tool_${index}`, description: 'Looks a record up by its id and returns it. '.repeat(14), parameters: { type: 'object', properties: {} } },
+    }));
+    assert.ok(JSON.stringify(tools).length > 39_000);
+    setup.mock.script({ usageOverride: { prompt_tokens: 9_000 } });
+    const answer = await postChat(setup.url, key.key, { model: 'mock-vision', max_tokens: 1, tools, tool_choice: 'none', messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(answer.status, 429, answer.text);
+    assert.equal(await settled('tools'), 0);
+  });
+
+  test('200 calls with 600-character CJK prompts never pass a 2,000 cap', async () => {
+    const key = await createKey(setup.url, admin(), { remain_quota: 2000 });
+    setup.mock.script({ usageOverride: { prompt_tokens: 600 } }, 200);
+    const statuses: number[] = [];
+    for (let round = 0; round < 20; round += 1) {
+      const answers = await Promise.all(Array.from({ length: 10 }, () => postChat(setup.url, key.key, {
+        model: 'mock-chat', max_tokens: 5, messages: [{ role: 'user', content: CJK }],
+      })));
+      statuses.push(...answers.map((answer) => answer.status));
+    }
+    assert.ok(statuses.every((status) => status === 200 || status === 429), statuses.join(','));
+    assert.ok(statuses.includes(200) && statuses.includes(429), 'some served, the rest refused at the cap');
+    const charged = await settled('CJK on a cap');
+    assert.ok(charged <= 2000, `charged ${charged} on a 2,000 cap`);
+    const used = records(1, key.id).reduce((sum, record) => sum + record.quota, 0);
+    assert.equal(used, store().keys.byId(key.id)!.used_quota);
+  });
+
+  test('the same prompts on an unlimited key with a 2,000 balance: every served call paid, the balance never clamped', async () => {
+    const account = await addAccount(setup.gateway, 'cjk-tenant');
+    await store().accounts.topUp(account.id, 2000);
+    const key = await createKey(setup.url, account.token, { unlimited_quota: true });
+    before0 = moneySnapshot(store());
+    setup.mock.script({ usageOverride: { prompt_tokens: 600 } }, 200);
+    let served = 0;
+    for (let round = 0; round < 20; round += 1) {
+      const answers = await Promise.all(Array.from({ length: 10 }, () => postChat(setup.url, key.key, {
+        model: 'mock-chat', max_tokens: 5, messages: [{ role: 'user', content: CJK }],
+      })));
+      served += answers.filter((answer) => answer.status === 200).length;
+    }
+    const charged = await settled('CJK on a balance');
+    assert.ok(served > 0);
+    assert.ok(charged <= 2000);
+    const perCall = records(account.id, key.id).filter((record) => record.status === 200);
+    assert.equal(perCall.length, served, 'one record per served call');
+    // every served call was billed its full price (600 prompt + 5 completion tokens at mock-chat's price)
+    assert.ok(perCall.every((record) => record.quota === perCall[0].quota && record.end_reason === 'completed'), 'nothing served unpaid');
+  });
+
+  test('an upstream reporting 1e9 completion tokens is billed at the bound, never past the reservation', async () => {
+    const key = await createKey(setup.url, admin(), { remain_quota: 5000 });
+    setup.mock.script({ usageOverride: { completion_tokens: 1_000_000_000 } });
+    const answer = await postChat(setup.url, key.key, { model: 'mock-chat', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(answer.status, 200, answer.text);
+    const charged = await settled('absurd usage');
+    const [record] = records(1, key.id);
+    assert.equal(record.completion_tokens, 100, 'billed at max_tokens');
+    assert.ok(charged <= 5000 && charged === record.quota, `charged ${charged}`);
+  });
+
+  test('a stream that ignores max_tokens is cut off at the bound: finish_reason length, an error event, billed within the cap', async () => {
+    const key = await createKey(setup.url, admin(), { remain_quota: 500 });
+    setup.mock.script({ ignoreMaxTokens: true });
+    const answer = await postChat(setup.url, key.key, { model: 'mock-vision', max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(answer.status, 200);
+    const events = sseEvents(answer.text);
+    assert.equal(events.at(-1)!.data, '[DONE]');
+    const error = events.find((event) => event.json?.error);
+    assert.equal(error?.json.error.code, 'insufficient_quota', answer.text.slice(-600));
+    const final = events.filter((event) => event.json?.choices?.length).at(-1)!.json;
+    assert.equal(final.choices[0].finish_reason, 'length');
+    const content = events.filter((event) => event.json?.choices?.[0]?.delta?.content).length;
+    assert.ok(content < 3000, `cut off after ${content} of 3000 content events`);
+    const charged = await settled('stream past max_tokens');
+    assert.ok(charged <= 500, `charged ${charged} on a 500 cap`);
+    const [record] = records(1, key.id);
+    assert.equal(record.end_reason, 'quota_bounded');
+  });
+
+  test('a stream that ignores max_tokens, the client leaving mid-way: billed within the cap', async () => {
+    const key = await createKey(setup.url, admin(), { remain_quota: 500 });
+    setup.mock.script({ ignoreMaxTokens: true, silenceAfterChunks: 10, silenceMs: 5000 });
+    const controller = new AbortController();
+    const response = await fetch(`${setup.url}/v1/chat/completions`, {
+      method: 'POST', signal: controller.signal,
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key.key}` },
+      body: JSON.stringify({ model: 'mock-vision', max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    assert.equal(response.status, 200);
+    await sleep(300);
+    controller.abort();
+    const gone = Date.now();
+    // noticed at once, not on the upstream's next write 5 s later: the upstream call is aborted and the call recorded
+    await eventually(() => setup.mock.requests[0]?.aborted === true, 2000, 'the upstream request aborted');
+    await eventually(async () => { await flushCharges(setup); return records(1, key.id).length === 1; }, 2000, 'the usage record');
+    assert.ok(Date.now() - gone < 2500);
+    const charged = await settled('client left');
+    assert.ok(charged <= 500);
+    assert.equal(records(1, key.id)[0].end_reason, 'client_gone');
+  });
+
+  for (const [path, body] of [
+    ['/v1/chat/completions', { model: 'mock-chat', messages: [{ role: 'user', content: 'hi' }] }],
+    ['/v1/chat/completions', { model: 'mock-chat', stream: true, messages: [{ role: 'user', content: 'hi' }] }],
+    ['/v1/messages', { model: 'mock-chat', max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'hi' }] }],
+  ] as const) {
+    test(`a client gone while the upstream is silent before its first byte is noticed at once (${path}${'stream' in body ? ', stream' : ''})`, async () => {
+      const key = await createKey(setup.url, admin(), { remain_quota: 100_000 });
+      setup.mock.script({ delayHeadersMs: 5000 });
+      const controller = new AbortController();
+      const pending = fetch(`${setup.url}${path}`, {
+        method: 'POST', signal: controller.signal,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key.key}` }, body: JSON.stringify(body),
+      }).catch(() => undefined);
+      await eventually(() => setup.mock.requests.length === 1, 2000, 'the upstream request');
+      controller.abort();
+      await pending;
+      await eventually(() => setup.mock.requests[0].aborted, 1500, 'the upstream request aborted');
+      await eventually(async () => { await flushCharges(setup); return records(1, key.id).length === 1; }, 1500, 'the usage record');
+      assert.equal(records(1, key.id)[0].end_reason, 'client_gone');
+      await settled('gone before the first byte');
+    });
+  }
+
+  test('an upstream event that never ends is bounded: the stream ends with an error, billed for what was delivered', async () => {
+    const key = await createKey(setup.url, admin(), { remain_quota: 100_000 });
+    setup.mock.script({ endlessEventBytes: 64 * 1024 * 1024 });
+    const rssBefore = process.memoryUsage().rss;
+    const answer = await postChat(setup.url, key.key, { model: 'mock-chat', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(answer.status, 200);
+    const events = sseEvents(answer.text);
+    assert.equal(events.find((event) => event.json?.error)?.json.error.code, 'upstream_event_too_large', answer.text.slice(-400));
+    assert.equal(events.at(-1)!.data, '[DONE]');
+    await eventually(() => setup.mock.requests[0]?.aborted === true, 5000, 'the upstream request aborted');
+    assert.ok(process.memoryUsage().rss - rssBefore < 48 * 1024 * 1024, 'memory held for the event stayed bounded');
+    await settled('endless event');
+    const [record] = records(1, key.id);
+    assert.equal(record.end_reason, 'upstream_event_too_large');
+  });
+
+  test('the key API still shows consumed amounts and exact sums after all of the above', async () => {
+    const listed = await call(setup.url, 'GET', '/api/token/?p=0&page_size=100', { token: admin() });
+    assert.equal(listed.json.success, true);
+    for (const item of listed.json.data.items) {
+      assert.equal(item.used_quota, store().usage.sumForKey(1, item.id).quota, `key ${item.id}`);
+    }
+    await settled('final');
+  });
+});
