@@ -8,10 +8,12 @@ import * as tokens from './handlers/tokens-api';
 import { chatCompletions } from './handlers/chat-completions';
 import { messages } from './handlers/messages';
 import { getModel, listModels } from './handlers/models';
-import { usageLog } from './handlers/usage-log';
+import { usageLog, usageSummary } from './handlers/usage-log';
+import * as account from './handlers/account-api';
 import { countTokens } from './handlers/count-tokens';
 import { imageEdits, imageGenerations } from './handlers/images';
 import { deprecationHeaders, videoStatus, videoSubmit } from './handlers/video';
+import { consoleHandlers } from './handlers/console';
 
 export type RouteHandler = (exchange: Exchange, params: string[], context: GatewayContext) => void | Promise<void>;
 
@@ -26,6 +28,7 @@ export interface Route {
 
 export function routeTable(context: GatewayContext): Route[] {
   const video = `/${context.config.video.vendor}/v1/api/video`;
+  const consoleFiles = consoleHandlers();
   const routes: Route[] = [
     { method: 'GET', pattern: '/healthz', dialect: 'openai', bodyLimit: 'none', handler: health.healthz },
     { method: 'GET', pattern: '/api/token/', dialect: 'envelope', bodyLimit: 'none', handler: tokens.list },
@@ -36,6 +39,9 @@ export function routeTable(context: GatewayContext): Route[] {
     { method: 'PUT', pattern: '/api/token/', dialect: 'envelope', bodyLimit: 'api', handler: tokens.update },
     { method: 'DELETE', pattern: '/api/token/:', dialect: 'envelope', bodyLimit: 'api', handler: tokens.remove },
     { method: 'GET', pattern: '/api/log/', dialect: 'envelope', bodyLimit: 'none', handler: usageLog },
+    { method: 'GET', pattern: '/api/log/summary', dialect: 'envelope', bodyLimit: 'none', handler: usageSummary },
+    { method: 'GET', pattern: '/api/account/', dialect: 'envelope', bodyLimit: 'none', handler: account.self },
+    { method: 'GET', pattern: '/api/account/models', dialect: 'envelope', bodyLimit: 'none', handler: account.models },
     { method: 'POST', pattern: '/v1/chat/completions', dialect: 'openai', bodyLimit: 'model', handler: chatCompletions },
     { method: 'POST', pattern: '/v1/messages', dialect: 'anthropic', bodyLimit: 'model', handler: messages },
     { method: 'POST', pattern: '/v1/messages/count_tokens', dialect: 'anthropic', bodyLimit: 'model', handler: countTokens },
@@ -45,6 +51,8 @@ export function routeTable(context: GatewayContext): Route[] {
     { method: 'POST', pattern: '/v1/images/edits', dialect: 'openai', bodyLimit: 'multipart', handler: imageEdits },
     { method: 'POST', pattern: `${video}/submit`, dialect: 'video', bodyLimit: 'api', handler: videoSubmit },
     { method: 'GET', pattern: `${video}/status/:`, dialect: 'video', bodyLimit: 'none', handler: videoStatus },
+    { method: 'GET', pattern: '/console/', dialect: 'openai', bodyLimit: 'none', handler: consoleFiles.index },
+    { method: 'GET', pattern: '/console/:', dialect: 'openai', bodyLimit: 'none', handler: consoleFiles.asset },
   ];
   return routes;
 }

@@ -37,23 +37,34 @@ export class UsageStore {
   list(accountId: number, filter: UsageFilter, page: number, pageSize: number): { items: UsageRecord[]; total: number; truncated: boolean } {
     const items: UsageRecord[] = [];
     let total = 0;
-    let scanned = 0;
     const offset = page * pageSize;
+    const { truncated } = this.scan(accountId, filter, (record) => {
+      if (total >= offset && items.length < pageSize) items.push(record);
+      total += 1;
+    });
+    return { items, total, truncated };
+  }
+
+  /**
+   * Every record of the account that passes the filter, newest first, handed to `visit`; at most
+   * MAX_SCAN records are examined (`truncated` says when the scan stopped there).
+   */
+  scan(accountId: number, filter: UsageFilter, visit: (record: UsageRecord) => void): { truncated: boolean } {
+    let scanned = 0;
     for (const { value } of this.databases.usage.getRange({ start: [accountId, MAX_ID], end: [accountId, 0], reverse: true })) {
       const group = entryRecords(value);
       for (let index = group.length - 1; index >= 0; index -= 1) {
         scanned += 1;
-        if (scanned > MAX_SCAN) return { items, total, truncated: true };
+        if (scanned > MAX_SCAN) return { truncated: true };
         const record = group[index];
         if (filter.to !== undefined && record.time > filter.to) continue;
-        if (filter.from !== undefined && record.time < filter.from) return { items, total, truncated: false };   // newest first: nothing older can match
+        if (filter.from !== undefined && record.time < filter.from) return { truncated: false };
         if (filter.keyId !== undefined && record.key_id !== filter.keyId) continue;
         if (filter.model !== undefined && record.model !== filter.model) continue;
-        if (total >= offset && items.length < pageSize) items.push(record);
-        total += 1;
+        visit(record);
       }
     }
-    return { items, total, truncated: false };
+    return { truncated: false };
   }
 
   /** Sum of quota of every record of a key (tests and reconciliation). */

@@ -1,0 +1,2 @@
+// Style sheets are imported for esbuild to bundle; they export nothing.
+declare module '*.css';
