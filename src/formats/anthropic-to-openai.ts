@@ -3,6 +3,7 @@
 import type {
   AnthropicContentBlock, AnthropicMessage, AnthropicMessageParam, AnthropicRequest, AnthropicToolResultBlock, Converted,
 } from './anthropic-messages';
+import { countTokens } from '../billing/tokens';
 import { toAnthropicStopReason } from './map-stop-reason';
 import type {
   OpenAIChatChunk, OpenAIChatCompletion, OpenAIChatMessage, OpenAIChatRequest, OpenAIContentPart, OpenAITool, OpenAIToolCall,
@@ -13,6 +14,8 @@ import type {
 const HANDLED_FIELDS = new Set([
   'model', 'max_tokens', 'messages', 'system', 'stop_sequences', 'temperature', 'top_p', 'stream', 'tools', 'tool_choice', 'metadata',
 ]);
+/** Completion text kept by a translated stream for a local count (the rest is extrapolated by size). */
+const MAX_COUNTED_CHARS = 256 * 1024;
 /** OpenAI-compatible servers document at most four stop strings (spec §8). */
 const MAX_STOP_SEQUENCES = 4;
 
@@ -251,6 +254,10 @@ export class OpenAIToAnthropicStream {
   private finishReason: string | null = null;
   private reportedUsage = false;
   private readonly counts: { input_tokens: number; output_tokens: number; cache_read_input_tokens: number };
+  /** delivered completion text (up to a bound), counted at the end when the upstream reports no usage */
+  private readonly delivered: string[] = [];
+  private keptChars = 0;
+  private deliveredChars = 0;
 
   constructor(private readonly options: { model: string; inputTokensEstimate: number }) {
     this.counts = { input_tokens: options.inputTokensEstimate, output_tokens: 0, cache_read_input_tokens: 0 };
@@ -327,8 +334,9 @@ export class OpenAIToAnthropicStream {
     if (this.ended) return '';
     let out = this.begin(undefined) + this.closeBlock();
     this.ended = true;
-    // The real input count replaces the estimate sent in message_start (read by SDKs from message_delta).
-    const usage = this.reportedUsage ? { ...this.counts } : { output_tokens: this.counts.output_tokens };
+    // The real input count replaces the local one sent in message_start (read by SDKs from
+    // message_delta). Without the upstream's usage the client is shown the local counts it is billed.
+    const usage = this.reportedUsage ? { ...this.counts } : { input_tokens: this.counts.input_tokens, output_tokens: this.deliveredTokens() };
     out += anthropicEvent('message_delta', { delta: { stop_reason: this.stopReason ?? 'end_turn', stop_sequence: null }, usage });
     return out + anthropicEvent('message_stop', {});
   }
@@ -362,7 +370,19 @@ export class OpenAIToAnthropicStream {
     return out;
   }
 
-  private delta(delta: object): string {
+  private delta(delta: { type: string; text?: string; thinking?: string; partial_json?: string }): string {
+    const piece = delta.text ?? delta.thinking ?? delta.partial_json ?? '';
+    this.deliveredChars += piece.length;
+    if (this.keptChars < MAX_COUNTED_CHARS) {
+      this.delivered.push(piece);
+      this.keptChars += piece.length;
+    }
     return anthropicEvent('content_block_delta', { index: this.open!.index, delta });
+  }
+
+  /** Tokens of the completion delivered, counted on the kept text and scaled past it. */
+  private deliveredTokens(): number {
+    const tokens = countTokens(this.delivered.join(''));
+    return this.deliveredChars > this.keptChars ? Math.ceil((tokens * this.deliveredChars) / this.keptChars) : tokens;
   }
 }

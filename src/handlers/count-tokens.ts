@@ -3,7 +3,7 @@
 // are counted in the piscina pool.
 import { authenticateKey } from '../auth/api-key';
 import { validateMessagesRequest } from '../formats/anthropic-messages';
-import { localPromptTokens } from '../relay/messages-usage';
+import { localPromptTokens } from '../billing/message-tokens';
 import { resolveModel } from '../relay/permissions';
 import type { RouteHandler } from '../routes';
 import { readJsonBody } from './request-body';

@@ -12,6 +12,8 @@ import type { ProviderContext, UpstreamAnswer, UpstreamCall } from './types';
 
 export interface EventTranslator {
   push(event: SseEvent): string;
+  /** whether the upstream reported usage (asked once the stream is over) */
+  usageReported?(): boolean;
   /**
    * Text that closes the translated stream at the upstream's end; '' when the upstream stopped
    * before finishing, so the relay sees an unfinished stream and reports it instead of a success.
@@ -85,11 +87,14 @@ export function openAIToAnthropicEvents(model: string, inputTokensEstimate: numb
       return converter.push(event);
     },
     end: () => (sawDone || converter.stopReason !== null ? converter.finish() : ''),
+    usageReported: () => converter.usageReported,
   };
 }
 
 export function streamAnswer(answer: UpstreamAnswer, translator: EventTranslator): UpstreamAnswer {
-  return { status: answer.status, contentType: 'text/event-stream', body: translateSseStream(answer.body, translator) };
+  const translated: UpstreamAnswer = { status: answer.status, contentType: 'text/event-stream', body: translateSseStream(answer.body, translator) };
+  if (translator.usageReported) translated.usageReported = translator.usageReported;
+  return translated;
 }
 
 export function jsonTextAnswer(status: number, text: string): UpstreamAnswer {

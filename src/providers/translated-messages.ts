@@ -1,7 +1,6 @@
 // The `messages` capability of any provider that speaks OpenAI chat (openai, simulator): the
 // Anthropic request is translated to OpenAI, sent by the provider's own transport, and the answer
 // translated back, so the messages relay always receives Anthropic wire bytes.
-import { estimatePromptTokens } from '../billing/tokens';
 import type { AnthropicRequest } from '../formats/anthropic-messages';
 import { openAIToAnthropicEvents, streamAnswer, translateWholeAnswer } from './translated-answers';
 import { exceedsSize, logWarnings, offloadThreshold, translate } from './translation';
@@ -15,14 +14,14 @@ export function messagesOverChat(context: ProviderContext, send: ChatSender): (c
     const threshold = offloadThreshold(context);
     const body = call.body as AnthropicRequest;
     const request = await translate(context, 'anthropicToOpenAIRequest',
-      { body, model: call.upstreamModel, defaultMaxTokens: call.model.max_output_tokens }, exceedsSize(body, threshold));
+      { body, model: call.upstreamModel, defaultMaxTokens: call.model.max_output_tokens, countPrompt: call.stream }, exceedsSize(body, threshold));
     logWarnings(context, call.channel.name, 'messages → chat completions', request.warnings);
-    // anthropic-version and anthropic-beta mean nothing to an OpenAI upstream.
-    const answer = await send({ ...call, headers: undefined }, request.text);
+    // anthropic-version and anthropic-beta mean nothing to an OpenAI upstream. An in-process upstream
+    // reports the prompt count message_start showed, so what the client saw first is what is billed.
+    const answer = await send({ ...call, headers: undefined, promptTokens: request.promptTokens }, request.text);
     if (call.stream) {
-      // Shown in message_start until the upstream's usage arrives; the JSON text leans high, as an estimate should.
-      const estimate = estimatePromptTokens(request.text.length, Array.isArray(body.messages) ? body.messages.length : 0);
-      return streamAnswer(answer, openAIToAnthropicEvents(call.model.id, estimate));
+      // message_start shows the local count billing falls back on, until the upstream's usage arrives
+      return streamAnswer(answer, openAIToAnthropicEvents(call.model.id, request.promptTokens ?? 0));
     }
     return translateWholeAnswer(context, call, answer, 'openAIToAnthropicAnswer', 'chat completion → message');
   };

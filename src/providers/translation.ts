@@ -6,13 +6,23 @@ import type { AnthropicMessage, AnthropicRequest } from '../formats/anthropic-me
 import { toAnthropicMessage, toOpenAIChatRequest } from '../formats/anthropic-to-openai';
 import { toAnthropicRequest, toOpenAIChatCompletion, type OpenAIChatCompletion, type OpenAIChatRequest } from '../formats/openai-to-anthropic';
 import { upstreamError } from '../errors';
+import { localPromptTokens } from '../billing/message-tokens';
 import type { ProviderContext } from './types';
 
 export const DEFAULT_OFFLOAD_THRESHOLD_BYTES = 64 * 1024;
 
-export interface TranslatedText { text: string; warnings: string[] }
+export interface TranslatedText {
+  text: string;
+  warnings: string[];
+  /** the request's local prompt count (billing's fallback), when asked for with `countPrompt` */
+  promptTokens?: number;
+}
 
-export interface RequestInput<Body> { body: Body; model: string; defaultMaxTokens: number }
+export interface RequestInput<Body> {
+  body: Body; model: string; defaultMaxTokens: number;
+  /** also count the request's prompt locally (a stream shows it in message_start), off the event loop for large bodies too */
+  countPrompt?: boolean;
+}
 export interface AnswerInput { text: string; model: string; channel: string }
 
 function parseAnswer<T>(input: AnswerInput): T {
@@ -30,8 +40,10 @@ const serialise = (converted: { value: unknown; warnings: string[] }): Translate
 /** The translations by name; workers/translate.ts exports each under the same name. */
 export const TRANSLATIONS = {
   /** POST /v1/messages body → OpenAI chat request */
-  anthropicToOpenAIRequest: (input: RequestInput<AnthropicRequest>): TranslatedText =>
-    serialise(toOpenAIChatRequest(input.body, { model: input.model })),
+  anthropicToOpenAIRequest: (input: RequestInput<AnthropicRequest>): TranslatedText => ({
+    ...serialise(toOpenAIChatRequest(input.body, { model: input.model })),
+    ...(input.countPrompt ? { promptTokens: localPromptTokens(input.body as unknown as Record<string, unknown>) } : {}),
+  }),
   /** POST /v1/chat/completions body → Anthropic messages request */
   openAIToAnthropicRequest: (input: RequestInput<OpenAIChatRequest>): TranslatedText =>
     serialise(toAnthropicRequest(input.body, { model: input.model, defaultMaxTokens: input.defaultMaxTokens })),

@@ -31,6 +31,11 @@ export interface UpstreamCall {
    * callers that need the whole answer; see readAnswer). Providers that answer in-process may ignore it.
    */
   readLimit?: number;
+  /**
+   * The prompt count the client was already shown for this call (a translated stream's
+   * message_start): an in-process upstream (the simulator) reports this count as its own.
+   */
+  promptTokens?: number;
 }
 
 export interface JsonCall extends UpstreamCall {
@@ -60,6 +65,11 @@ export interface UpstreamAnswer {
   body: BodySource;
   /** the whole body, already read (UpstreamCall.readLimit); `body` is then used up */
   bytes?: Buffer;
+  /**
+   * A translated stream, once over: whether the upstream reported usage. False means the counts the
+   * translation showed the client are the local ones, and the call is billed as estimated.
+   */
+  usageReported?: () => boolean;
 }
 
 export interface ProviderContext {

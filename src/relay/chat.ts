@@ -17,6 +17,7 @@ import { billedCall } from './billed-call';
 import { withFailover, type Attempt } from './failover';
 import { pipeStream, type PipeOutcome, type StreamTransform } from './stream-pipe';
 import { eventTooLarge } from '../formats/sse';
+import { ModelRename } from '../formats/model-rename';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 /** forwarded bytes before the first weighing of a stream's output against its reservation */
@@ -158,9 +159,12 @@ export function relayChatCompletions(call: ChatCall): Promise<void> {
     // to matter (a rough byte count first, the tokenizer near the bound), at growing intervals.
     let forwarded = 0;
     let nextCheck = BUDGET_CHECK_BYTES;
+    /** set per attempt when its channel maps the model to another upstream name */
+    let rename: ModelRename | undefined;
     const transform: StreamTransform = {
       push: (chunk) => {
-        const out = tail.push(chunk);
+        let out = tail.push(chunk);
+        if (out !== null && rename !== undefined) out = rename.apply(out);
         if (out !== null) {
           forwarded += out.length;
           if (forwarded >= nextCheck && !perCall) {
@@ -186,11 +190,12 @@ export function relayChatCompletions(call: ChatCall): Promise<void> {
       return scope.chargeable(quota) < quota;
     };
     const pipe = (attempt: Attempt, answer: UpstreamAnswer) => {
+      rename = ModelRename.between(attempt.upstreamModel, model.id);
       transform.finish = () => {
         const result = finishTail();
         return result.finishReason === null && !result.sawDone
           ? openAIErrorEvent({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${attempt.channel.name} ended the stream early` })
-          : result.tail;
+          : rename !== undefined && typeof result.tail !== 'string' ? rename.apply(result.tail) : result.tail;
       };
       return pipeStream(exchange, answer.body, transform, scope.abort, attempt.channel.name);
     };

@@ -1,7 +1,8 @@
 // Usage of a /v1/messages call for billing: from the upstream's Message or stream events when it
 // reports them, else counted locally (prompt from the request, completion from the text delivered)
 // and marked estimated. The stream watcher sees the forwarded bytes without changing them.
-import { countChatPromptTokens, countTokens } from '../billing/tokens';
+import { countTokens } from '../billing/tokens';
+export { completionTokensOfMessage, localPromptTokens } from '../billing/message-tokens';
 import { AnthropicStreamUsage } from '../formats/anthropic-usage';
 import { SseDecoder } from '../formats/sse';
 
@@ -24,39 +25,6 @@ export function usageOfMessage(message: Json): MessageUsage | undefined {
     cacheRead: count(usage.cache_read_input_tokens), cacheCreation: count(usage.cache_creation_input_tokens),
   };
   return result.input + result.output + result.cacheRead + result.cacheCreation === 0 ? undefined : result;
-}
-
-/** Text of content blocks as the tokenizer should see it: text, thinking, tool inputs. */
-function blockText(block: unknown): string {
-  if (!isObject(block)) return '';
-  if (typeof block.text === 'string') return block.text;
-  if (typeof block.thinking === 'string') return block.thinking;
-  if (block.type === 'tool_use') return `${String(block.name ?? '')} ${JSON.stringify(block.input ?? {})}`;
-  if (block.type === 'tool_result') return typeof block.content === 'string' ? block.content : contentText(block.content);
-  return '';
-}
-
-function contentText(content: unknown): string {
-  if (typeof content === 'string') return content;
-  return Array.isArray(content) ? content.map(blockText).join('\n') : '';
-}
-
-export function completionTokensOfMessage(message: Json): number {
-  return countTokens(contentText(message.content));
-}
-
-/** Tokenizer count of a messages request (system, turns, tool traffic; images at the fallback price). */
-export function localPromptTokens(body: Json): number {
-  const turns: { role: string; content: unknown }[] = [];
-  if (body.system !== undefined) turns.push({ role: 'system', content: contentText(body.system) });
-  for (const message of Array.isArray(body.messages) ? body.messages : []) {
-    if (!isObject(message)) continue;
-    const content = Array.isArray(message.content)
-      ? message.content.map((block) => (isObject(block) && block.type === 'image' ? { type: 'image_url' } : { type: 'text', text: blockText(block) }))
-      : message.content;
-    turns.push({ role: String(message.role), content });
-  }
-  return countChatPromptTokens(turns) + (Array.isArray(body.tools) ? countTokens(JSON.stringify(body.tools)) : 0);
 }
 
 /**

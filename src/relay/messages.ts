@@ -16,6 +16,8 @@ import { billedCall } from './billed-call';
 import { withFailover, type Attempt } from './failover';
 import { completionTokensOfMessage, localPromptTokens, MessagesStreamWatch, usageOfMessage, type MessageUsage, type UsageSource } from './messages-usage';
 import { pipeStream, type PipeOutcome } from './stream-pipe';
+import { FirstEventModelRename, ModelRename } from '../formats/model-rename';
+import { MAX_EVENT_BYTES } from '../formats/sse';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 /** Closes a stream whose message_delta arrived but whose message_stop the upstream left out. */
@@ -90,16 +92,25 @@ export async function relayMessages(call: MessagesCall): Promise<void> {
     }
 
     let watch = new MessagesStreamWatch();
+    let usageReported: (() => boolean) | undefined;
     const { result: outcome } = await withFailover<PipeOutcome>(context, model, caller.key.group, capable, async (attempt) => {
       const answer = await send(attempt);
+      usageReported = answer.usageReported;
       watch = new MessagesStreamWatch();
+      // message_start names the model: the upstream's name (model_map) is swapped for the client's
+      const rename = ModelRename.between(attempt.upstreamModel, model.id);
+      const first = rename === undefined ? undefined : new FirstEventModelRename(rename, MAX_EVENT_BYTES);
+      const closing = (): string => {
+        if (watch.sawMessageStop || watch.upstreamError) return '';
+        if (watch.sawStopReason) return MESSAGE_STOP_EVENT;
+        return anthropicErrorEvent({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${attempt.channel.name} ended the stream early` });
+      };
       return pipeStream(exchange, answer.body, {
-        push: (chunk) => { watch.push(chunk); return chunk; },
+        push: (chunk) => { watch.push(chunk); return first === undefined ? chunk : first.push(chunk); },
         finish: () => {
           watch.end();
-          if (watch.sawMessageStop || watch.upstreamError) return '';
-          if (watch.sawStopReason) return MESSAGE_STOP_EVENT;
-          return anthropicErrorEvent({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${attempt.channel.name} ended the stream early` });
+          const held = first?.finish();
+          return held ? Buffer.concat([held, Buffer.from(closing())]) : closing();
         },
         fail: (error) => anthropicErrorEvent(error),
       }, scope.abort, attempt.channel.name);
@@ -107,7 +118,10 @@ export async function relayMessages(call: MessagesCall): Promise<void> {
     const endReason = outcome.endReason !== 'completed' ? outcome.endReason
       : watch.upstreamError ? 'upstream_error'
         : watch.sawMessageStop || watch.sawStopReason ? 'completed' : 'upstream_truncated';
-    const { usage, source } = watch.usage(() => localPromptTokens(body));
+    const watched = watch.usage(() => localPromptTokens(body));
+    const { usage } = watched;
+    // a translated stream without the upstream's usage showed (and so bills) local counts
+    const source = usageReported !== undefined && !usageReported() ? 'estimated' : watched.source;
     bill(usage, source, outcome.error ? outcome.error.status : 200, endReason, outcome.firstByteAt);
   });
 }

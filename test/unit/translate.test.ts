@@ -353,14 +353,14 @@ test('OpenAI tool-call stream → Anthropic tool_use blocks', () => {
   assert.equal(converter.usageReported, true);
 });
 
-test('OpenAI stream without a usage chunk keeps the estimate; an error chunk ends the stream', () => {
+test('OpenAI stream without a usage chunk shows the local counts it is billed (input as message_start, output counted); an error chunk ends the stream', () => {
   const converter = new OpenAIToAnthropicStream({ model: 'm', inputTokensEstimate: 321 });
   const chunk = (delta: object, finish: string | null = null) => ({ data: JSON.stringify({ id: 'chatcmpl-1', choices: [{ index: 0, delta, finish_reason: finish }] }) });
   let output = converter.push(chunk({ role: 'assistant', content: 'Hi' }));
   output += converter.push(chunk({}, 'length'));
   output += converter.finish();
   const parsed = payloads(output);
-  assert.deepEqual(parsed.at(-2), { type: 'message_delta', delta: { stop_reason: 'max_tokens', stop_sequence: null }, usage: { output_tokens: 0 } });
+  assert.deepEqual(parsed.at(-2), { type: 'message_delta', delta: { stop_reason: 'max_tokens', stop_sequence: null }, usage: { input_tokens: 321, output_tokens: 1 } });
   assert.equal(converter.usage.input_tokens, 321);
   assert.equal(converter.usageReported, false);
 

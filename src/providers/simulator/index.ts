@@ -2,16 +2,20 @@
 // channel's first-token delay and tokens per second, so `npm start` answers model calls out of the
 // box. It goes through the same relay, billing and stream code as a real upstream.
 import { Readable } from 'node:stream';
-import { estimatePromptTokens } from '../../billing/tokens';
+import { countChatPromptTokens } from '../../billing/tokens';
 import { simulateChatCompletion, simulateChatStream } from '../../formats/simulated-chat';
 import { simulateImages } from '../../formats/simulated-images';
 import { newTaskId, simulateVideoStep, type VideoTask } from '../../formats/video';
 import { messagesOverChat } from '../translated-messages';
 import type { CallSignal, JsonCall, MultipartCall, Provider, ProviderContext, ProviderFactory, UpstreamAnswer, VideoCall } from '../types';
 
-function promptTokensOf(body: Record<string, unknown>): number {
-  const messages = Array.isArray(body.messages) ? body.messages : [];
-  return estimatePromptTokens(JSON.stringify(messages).length, messages.length);
+/**
+ * The prompt count the simulator reports: the one the client was already shown (a translated
+ * stream's message_start), else the tokenizer count the chat relay bills when usage is missing.
+ */
+function promptTokensOf(call: JsonCall): number {
+  if (call.promptTokens !== undefined) return call.promptTokens;
+  return countChatPromptTokens(Array.isArray(call.body.messages) ? call.body.messages : []);
 }
 
 function delay(ms: number, signal: CallSignal): Promise<void> {
@@ -59,7 +63,7 @@ export const simulatorProvider: ProviderFactory = (context): Provider => withTra
   async chatCompletions(call: JsonCall): Promise<UpstreamAnswer> {
     const { first_token_delay_ms: firstDelay, tokens_per_second: tokensPerSecond } = call.channel.simulator;
     const request = { ...call.body, model: call.upstreamModel } as Parameters<typeof simulateChatCompletion>[0];
-    const info = { promptTokens: promptTokensOf(call.body) };
+    const info = { promptTokens: promptTokensOf(call) };
     if (call.stream) {
       const includeUsage = (call.body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
       const events = simulateChatStream(request, info, { includeUsage });
