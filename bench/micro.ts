@@ -13,7 +13,8 @@ import { OpenAIStreamTail } from '../src/formats/openai-stream-tail';
 import { AnthropicToOpenAIStream, toAnthropicRequest, type OpenAIChatRequest } from '../src/formats/openai-to-anthropic';
 import { SseDecoder } from '../src/formats/sse';
 import { createLogger } from '../src/log';
-import { packUsageRows, Store, toUsageRow, type AccountRecord, type Charge, type KeyFields, type KeyRecord, type UsageRecord } from '../src/store';
+import { packUsageRows, toUsageRow, type AccountRecord, type Charge, type KeyFields, type KeyRecord, type UsageRecord } from '../src/store';
+import { LmdbStore } from '../src/store/lmdb';
 import { describeMachine, RESULTS_DIR } from './report';
 
 const FIXTURES = resolve(__dirname, '..', '..', 'test', 'fixtures', 'chat-translation');
@@ -67,7 +68,7 @@ interface Row { name: string; opsPerSecond: number; meanMicroseconds: number; p9
 
 export async function runMicro(options: { timeMs?: number } = {}): Promise<Row[]> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-micro-'));
-  const store = Store.open(dataDir);
+  const store = LmdbStore.open(dataDir);
   const log = createLogger('error');
   const ledger = new Ledger(store, 'micro-worker', log);
   try {

@@ -6,7 +6,7 @@ import { generateAccessToken, tokenDigest } from './auth/secrets';
 import { ConfigError, loadConfig, QUOTA_PER_USD, redacted, type Config } from './config';
 import { createLogger } from './log';
 import { bootstrapAdmin } from './main';
-import { MAX_BALANCE, Store, type AccountRecord } from './store';
+import { MAX_BALANCE, openStore, type AccountRecord, type Store } from './store';
 import { runSupervisor, runWorker } from './supervisor';
 
 const USAGE = `usage:
@@ -69,12 +69,12 @@ async function accountCommand(config: Config, args: string[]): Promise<void> {
     },
   }));
   const json = values.json === true;
-  const store = Store.open(config.dataDir);
+  const store = await openStore(config);
   try {
     await bootstrapAdmin(store, config, createLogger('warn'));
-    const findAccount = (): AccountRecord => {
+    const findAccount = async (): Promise<AccountRecord> => {
       if (!values.account) throw new UsageError('--account ID|NAME is required');
-      const account = store.accounts.find(values.account);
+      const account = await store.accounts.find(values.account);
       if (!account) throw new UsageError(`no account "${values.account}"`);
       return account;
     };
@@ -93,14 +93,14 @@ async function accountCommand(config: Config, args: string[]): Promise<void> {
         return;
       }
       case 'token': {
-        const account = findAccount();
+        const account = await findAccount();
         const scope = values['read-only'] ? 'read' : 'write';
         const token = await issueToken(store, account.id, scope);
         print(json, { access_token: token, scope }, `${scope} access token for ${account.name}: ${token}`);
         return;
       }
       case 'rotate-tokens': {
-        const account = findAccount();
+        const account = await findAccount();
         const revoked = await store.accounts.revokeAccessTokens(account.id);
         const token = await issueToken(store, account.id, 'write');
         print(json, { revoked, access_token: token, scope: 'write' },
@@ -108,7 +108,7 @@ async function accountCommand(config: Config, args: string[]): Promise<void> {
         return;
       }
       case 'topup': {
-        const account = findAccount();
+        const account = await findAccount();
         const updated = await store.accounts.topUp(account.id, usdToQuota(values.usd, '--usd'));
         if (!updated) throw new UsageError(`no account "${values.account}"`);
         if (updated === 'limit') {
@@ -118,7 +118,7 @@ async function accountCommand(config: Config, args: string[]): Promise<void> {
         return;
       }
       case 'list': {
-        const accounts = store.accounts.list().map(accountView);
+        const accounts = (await store.accounts.list()).map(accountView);
         print(json, accounts, accounts.map((account) => `${account.id}\t${account.name}\t${account.group}\t$${account.balance_usd}`).join('\n'));
         return;
       }

@@ -1,6 +1,7 @@
 // The config as an operator sees it (`tollgate config`, logs): the file's own shape, secrets redacted.
 import { join } from 'node:path';
 import type { Config } from './config';
+import { redactedUrl } from './config-store';
 
 /**
  * The config as it may be shown or logged, in the file's own shape (feeding it back with --config
@@ -27,5 +28,9 @@ export function redacted(config: Config): unknown {
     },
     video: { vendor: video.vendor, enabled: video.enabled, timeout_hours: video.timeoutHours, poll_interval_ms: video.pollIntervalMs, sunset: video.sunset },
     offload_threshold_bytes: config.offloadThresholdBytes,
+    store: config.store.type === 'postgres'
+      ? { type: 'postgres', url: redactedUrl(config.store.url), pool_size: config.store.poolSize, lease_ttl_ms: config.store.leaseTtlMs }
+      : { type: 'lmdb' },
+    ...(config.redis ? { redis: { url: redactedUrl(config.redis.url), prefix: config.redis.prefix, timeout_ms: config.redis.timeoutMs } } : {}),
   };
 }

@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
+import { parseStoreConfig, REDIS_FIELDS, STORE_FIELDS, type RedisConfig, type StoreConfig } from './config-store';
 export { redacted } from './config-view';
 
 export const DEFAULT_PORT = 3000;
@@ -128,6 +129,10 @@ export interface Config {
   /** bodies above this are transformed in the piscina pool */
   offloadThresholdBytes: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** which backend holds accounts, keys and money (src/config-store.ts) */
+  store: StoreConfig;
+  /** with the postgres store: the Redis of the shared limits */
+  redis?: RedisConfig;
 }
 
 export class ConfigError extends Error {
@@ -169,7 +174,7 @@ const isObject = (value: unknown): value is Raw => typeof value === 'object' && 
  * Fields starting with `_` are comments.
  */
 const FIELDS = {
-  top: ['listen', 'workers', 'dataDir', 'publicUrl', 'front', 'logLevel', 'groups', 'models', 'channels', 'retries', 'limits', 'video', 'offload_threshold_bytes'],
+  top: ['listen', 'workers', 'dataDir', 'publicUrl', 'front', 'logLevel', 'groups', 'models', 'channels', 'retries', 'limits', 'video', 'offload_threshold_bytes', 'store', 'redis'],
   listen: ['host', 'port'],
   group: ['ratio', 'rpm', 'concurrency'],
   model: ['id', 'owned_by', 'kind', 'price', 'reasoning', 'multimodal', 'json_mode', 'max_output_tokens', 'chat_image', 'groups', 'image', 'created'],
@@ -409,6 +414,9 @@ export function loadConfig(options: LoadOptions = {}): Config {
   const vendor = typeof videoRaw.vendor === 'string' && /^[a-z0-9-]+$/.test(videoRaw.vendor) ? videoRaw.vendor : DEFAULT_VIDEO.vendor;
   const videoModels = [...models.values()].filter((model) => model.kind === 'video').map((model) => model.id);
 
+  const backend = parseStoreConfig(section(raw.store, STORE_FIELDS, 'store'), raw.redis === undefined ? undefined : section(raw.redis, REDIS_FIELDS, 'redis'),
+    (value, where) => resolveSecret(value, where, env), env, (message) => new ConfigError(message));
+
   const front = env.TOLLGATE_FRONT === 'node' || raw.front === 'node' ? 'node' : 'uws';
   const logLevel = (['debug', 'info', 'warn', 'error'] as const).find((level) => level === (env.TOLLGATE_LOG_LEVEL ?? raw.logLevel)) ?? 'info';
   const config: Config = {
@@ -433,6 +441,8 @@ export function loadConfig(options: LoadOptions = {}): Config {
     }),
     offloadThresholdBytes: num(raw, 'offload_threshold_bytes', 64 * 1024, 'config'),
     logLevel,
+    store: Object.freeze(backend.store),
+    ...(backend.redis ? { redis: Object.freeze(backend.redis) } : {}),
   };
   return Object.freeze(config);
 }

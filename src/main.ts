@@ -10,7 +10,7 @@ import { renderError, GatewayError } from './errors';
 import { createHttpServer, type HttpServer } from './http';
 import { createLogger, type Logger } from './log';
 import { createDispatcher, dialectForPath } from './routes';
-import { Store } from './store';
+import { openStore, type Store } from './store';
 import { Ledger, type CommitBatch } from './billing/ledger';
 import { ChannelSelector } from './relay/channels';
 import { createProviders } from './providers';
@@ -78,9 +78,9 @@ export async function openMasterKey(store: Store, config: Config): Promise<Buffe
   const masterKey = loadMasterKey(config.dataDir, config.secret);
   const mismatch = () => new ConfigError(`the master secret (${config.secret ? 'TOLLGATE_SECRET' : join(config.dataDir, 'secret.key')}) `
     + `is not the one the API keys in ${config.dataDir} were sealed with: start with the original secret`);
-  let check = store.secretCheck();
+  let check = await store.secretCheck();
   if (check === undefined) {
-    const key = store.keys.anySealed();   // a data dir from before the check
+    const key = await store.keys.anySealed();   // a data dir from before the check
     if (key !== undefined && !opens(masterKey, key)) throw mismatch();
     // the one kept: another process may have claimed it first, under its own secret
     check = await store.claimSecretCheck(seal(masterKey, SECRET_CHECK_TEXT));
@@ -91,7 +91,7 @@ export async function openMasterKey(store: Store, config: Config): Promise<Buffe
 
 export async function startGateway(config: Config, options: GatewayOptions = {}): Promise<RunningGateway> {
   const log = options.log ?? createLogger(config.logLevel);
-  const store = options.store ?? Store.open(config.dataDir);
+  const store = options.store ?? await openStore(config, (message, error) => log.warn({ err: error }, message));
   const ownsStore = !options.store;
   await bootstrapAdmin(store, config, log);
   const masterKey = await openMasterKey(store, config);

@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import type { Config } from './config';
 import { createLogger, type Logger } from './log';
 import { bootstrapAdmin, openMasterKey, startGateway } from './main';
-import { LedgerWriter, Store } from './store';
+import { openStore, type Store } from './store';
 import { supervisorLink, workerMessageServer, type WorkerMessage } from './supervisor-link';
 import { startVideoPoller } from './relay/video-poller';
 
@@ -43,12 +43,12 @@ async function concretePort(host: string, port: number): Promise<number> {
 
 export async function runSupervisor(config: Config, configPath: string | undefined): Promise<void> {
   const log = createLogger(config.logLevel, { role: 'supervisor' });
-  const store = Store.open(config.dataDir);
+  const store = await openStore(config, (message, error) => log.warn({ err: error }, message));
   await bootstrapAdmin(store, config, log);
   // a wrong master secret stops the start here, before any worker is forked
   await openMasterKey(store, config);
   const port = await concretePort(config.listen.host, config.listen.port);
-  const jobs = startBackgroundJobs(store, config, log);
+  const jobs = await startBackgroundJobs(store, config, log);
 
   let stopping = false;
   const restarts: number[] = [];
@@ -128,23 +128,25 @@ export async function runSupervisor(config: Config, configPath: string | undefin
 /** Singleton jobs of the supervisor: the lease reaper (and, with video tasks, the task poller). */
 interface BackgroundJobs { workerExited(workerId: string): void; stop(): Promise<void> }
 
-function startBackgroundJobs(store: Store, config: Config, log: Logger): BackgroundJobs {
+async function startBackgroundJobs(store: Store, config: Config, log: Logger): Promise<BackgroundJobs> {
   // No worker runs yet: every lease and concurrency slot on record belongs to a previous run.
-  const reaped = store.ledger.reapSync();
-  store.counters.clearPrefix('slot:');
+  const reaped = await store.ledger.reap();
+  await store.counters.clearSlots();
   if (reaped > 0) log.info({ reaped }, 'returned quota leases of a previous run');
   const videoPoller = startVideoPoller(store, config, log);
   return {
     workerExited(workerId) {
       // Quota a dead worker had leased (its open reservations included) goes back to keys and accounts.
-      store.counters.dropWorkerSlots(workerId);
+      void Promise.resolve(store.counters.dropWorkerSlots(workerId)).catch((error: unknown) => log.warn({ err: error }, 'dropping the slots of a dead worker failed'));
       // The worker's writer thread died with it: each of its batches was committed whole or not at
       // all (one transaction each), so this comes after them. Rare, and ~1 ms: run here, synchronously.
+      const reported = (count: number) => { if (count > 0) log.warn({ worker: workerId, leases: count }, 'refunded the leases of a dead worker'); };
+      const failed = (error: unknown) => log.error({ err: error }, 'reaping leases failed');
       try {
-        const count = store.ledger.reapSync(workerId);
-        if (count > 0) log.warn({ worker: workerId, leases: count }, 'refunded the leases of a dead worker');
+        const count = store.ledger.reap(workerId);
+        if (typeof count === 'number') reported(count); else count.then(reported, failed);
       } catch (error) {
-        log.error({ err: error }, 'reaping leases failed');
+        failed(error);
       }
     },
     stop: () => videoPoller.stop(),
@@ -161,12 +163,13 @@ export async function runWorker(config: Config): Promise<void> {
   // This worker's billing batches are committed by a thread of its own at nice 10, in the order
   // they are handed over: no hop through the supervisor (measured at saturation, alternated rounds:
   // −3.3 µs per non-stream call, every round lower, against batches sent to the supervisor's writer).
-  const { writer } = await LedgerWriter.start(config.dataDir, {
+  const store = await openStore(config, (message, error) => log.warn({ err: error }, message));
+  const writer = await store.startBatchCommitter({
     onRestart: (error) => log.error({ err: error }, 'the ledger writer thread crashed; a new one took over'),
     onFatal: (error) => { log.fatal({ err: error }, 'the ledger writer thread keeps crashing; stopping this worker'); void stop(1); },
   });
   const gateway = await startGateway(config, {
-    log, workerId, commitBatch: (charges, usage) => writer.commit(workerId, charges, usage), reclaim: link?.reclaim,
+    store, log, workerId, commitBatch: (charges, usage) => writer.commit(workerId, charges, usage), reclaim: link?.reclaim,
   });
   link?.serveReturns((keyId, accountId) => gateway.context.ledger.returnUnused(keyId, accountId));
   process.send?.({ type: 'listening', port: gateway.port, front: gateway.front } satisfies WorkerMessage);
@@ -176,6 +179,7 @@ export async function runWorker(config: Config): Promise<void> {
     stopping = true;
     await gateway.shutdown();   // its last batch goes through the writer
     await writer.close();
+    await store.close();
     process.exit(code);
   };
   process.on('SIGTERM', () => void stop(0));

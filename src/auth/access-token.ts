@@ -17,13 +17,13 @@ const READ_ONLY = new GatewayError({
   message: 'this access token is read-only: it has no write permission',
 });
 
-export function authenticateAccount(exchange: Exchange, store: Store, need: AccessScope): AccountAccess {
+export async function authenticateAccount(exchange: Exchange, store: Store, need: AccessScope): Promise<AccountAccess> {
   const header = exchange.header('authorization')?.trim();
   if (!header) throw AUTH_REQUIRED;
   const token = header.replace(/^bearer\s+/i, '');
   if (token === '' || token.length > 512) throw INVALID;
-  const record = store.accounts.resolveAccessToken(tokenDigest(token).toString('hex'));
-  if (!record || !store.accounts.get(record.account_id)) throw INVALID;
+  const record = await store.accounts.resolveAccessToken(tokenDigest(token).toString('hex'));
+  if (!record || !(await store.accounts.get(record.account_id))) throw INVALID;
   if (need === 'write' && record.scope !== 'write') throw READ_ONLY;
   return { accountId: record.account_id, scope: record.scope };
 }

@@ -1,9 +1,10 @@
 // API-key resolution for model calls (spec §5.2, DESIGN §5 check 1): `Authorization: Bearer <key>`
 // or `x-api-key`, with or without `sk-`. The lookup is by SHA-256 digest, read straight from the
-// memory-mapped store, so a disable or delete in any process is seen by the next request.
+// store on every call (LMDB: the memory map, synchronously), so a disable or delete in any process is
+// seen by the next request.
 import { GatewayError } from '../errors';
 import type { Exchange } from '../http';
-import type { AccountRecord, KeyRecord, Store } from '../store';
+import { isPromise, type AccountRecord, type Awaitable, type KeyRecord, type Store } from '../store';
 import { apiKeyDigest } from './secrets';
 
 const INVALID = new GatewayError({ status: 401, type: 'invalid_request_error', code: 'invalid_api_key', message: 'Invalid token.' });
@@ -43,14 +44,26 @@ export function presentedKey(exchange: Exchange): string | undefined {
   return exchange.header('x-api-key')?.trim() || undefined;
 }
 
-export function authenticateKey(exchange: Exchange, store: Store, now = Date.now()): Caller {
+/**
+ * The caller of a model call, or the 401. Synchronous when the store answers synchronously (LMDB);
+ * a promise only when a lookup has to wait.
+ */
+export function authenticateKey(exchange: Exchange, store: Store, now = Date.now()): Awaitable<Caller> {
   const presented = presentedKey(exchange);
   if (!presented) throw MISSING;
   if (presented.length > 256) throw INVALID;
   const key = store.keys.findByDigest(digestOf(presented));
+  return isPromise(key) ? key.then((found) => callerOf(store, found, now)) : callerOf(store, key, now);
+}
+
+function callerOf(store: Store, key: KeyRecord | undefined, now: number): Awaitable<Caller> {
   if (!key || key.status !== 1) throw INVALID;
   if (key.expired_time > 0 && key.expired_time * 1000 <= now) throw EXPIRED;
   const account = store.accounts.current(key.account_id);
+  return isPromise(account) ? account.then((found) => withAccount(key, found)) : withAccount(key, account);
+}
+
+function withAccount(key: KeyRecord, account: AccountRecord | undefined): Caller {
   if (!account) throw INVALID;
   return { key, account };
 }

@@ -127,6 +127,7 @@ export class Ledger {
   /** The reservation when the local leases cover it (the usual case, no I/O and no promise); null otherwise. */
   tryReserve(key: KeyRecord, account: AccountRecord, amount: number): Reservation | null {
     const now = Date.now();
+    this.checkHeld(now);
     const keyLease = key.unlimited_quota ? null : this.lease(this.keyLeases, key.id, key.epoch, now);
     const accountLease = this.lease(this.accountLeases, account.id, account.epoch, now);
     if ((keyLease !== null && keyLease.available < amount) || accountLease.available < amount) return null;
@@ -139,6 +140,7 @@ export class Ledger {
   private async reserveGrowing(key: KeyRecord, account: AccountRecord, amount: number): Promise<Reservation> {
     let reclaimed = false;
     for (let round = 0; ; round += 1) {
+      this.checkHeld(Date.now());
       const keyLease = key.unlimited_quota ? null : this.lease(this.keyLeases, key.id, key.epoch);
       const accountLease = this.lease(this.accountLeases, account.id, account.epoch);
       const keyNeed = keyLease ? Math.max(0, amount - keyLease.available) : 0;
@@ -160,6 +162,18 @@ export class Ledger {
         await this.options.reclaim(keyLease ? key.id : null, account.id);
       }
     }
+  }
+
+  /**
+   * A networked store vouches for a worker's leases only while its heartbeats reach the database
+   * (store.ledger.heldUntil); past that they may be reclaimed by other nodes, so none is drawn on
+   * any more. Calls in flight settle as usual; new ones take new leases.
+   */
+  private checkHeld(now: number): void {
+    if (now < this.store.ledger.heldUntil(this.workerId)) return;
+    if (this.keyLeases.size > 0 || this.accountLeases.size > 0) this.log.warn('quota leases could not be renewed in time; taking new ones');
+    this.keyLeases.clear();
+    this.accountLeases.clear();
   }
 
   /** Gives back the unused part of this worker's leases on a key and an account (another worker needs it). */

@@ -1,5 +1,8 @@
 // POST /v1/chat/completions: the checks of DESIGN §5 in their order, then the relay.
-import { authenticateKey } from '../auth/api-key';
+import { authenticateKey, type Caller } from '../auth/api-key';
+import type { GatewayContext } from '../context';
+import type { Exchange } from '../http';
+import { isPromise } from '../store';
 import { validateChatRequest } from '../formats/openai-chat';
 import { checkChatRules } from '../relay/chat-rules';
 import { relayChatCompletions } from '../relay/chat';
@@ -9,6 +12,10 @@ import { parseJsonBody } from './request-body';
 
 export const chatCompletions: RouteHandler = (exchange, _params, context) => {
   const caller = authenticateKey(exchange, context.store);
+  return isPromise(caller) ? caller.then((found) => chatAs(exchange, context, found)) : chatAs(exchange, context, caller);
+};
+
+function chatAs(exchange: Exchange, context: GatewayContext, caller: Caller): Promise<void> {
   // a promise chain, not an async function: one frame fewer per call (a throw above is the
   // dispatcher's to answer, like a rejection)
   return exchange.body().then((raw) => {
@@ -18,4 +25,4 @@ export const chatCompletions: RouteHandler = (exchange, _params, context) => {
     checkChatRules(model, info);
     return relayChatCompletions({ exchange, context, caller, model, body, raw, info });
   });
-};
+}

@@ -11,7 +11,7 @@ import { readJsonBody } from './request-body';
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
 export const countTokens: RouteHandler = async (exchange, _params, context) => {
-  const caller = authenticateKey(exchange, context.store);
+  const caller = await authenticateKey(exchange, context.store);
   const { body, raw } = await readJsonBody(exchange);
   // max_tokens is not part of a count request; everything else is validated as for /v1/messages
   validateMessagesRequest({ ...body, max_tokens: 1 });

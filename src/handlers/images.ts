@@ -15,7 +15,7 @@ import { readJsonObject } from './request-body';
 const MAX_FORM_FIELDS = 64;
 
 export const imageGenerations: RouteHandler = async (exchange, _params, context) => {
-  const caller = authenticateKey(exchange, context.store);
+  const caller = await authenticateKey(exchange, context.store);
   const body = await readJsonObject(exchange);
   const info = validateImageGeneration(body);
   const model = resolveModel(context.config, context.models, caller.key, info.model);
@@ -33,7 +33,7 @@ export const imageGenerations: RouteHandler = async (exchange, _params, context)
 };
 
 export const imageEdits: RouteHandler = async (exchange, _params, context) => {
-  const caller = authenticateKey(exchange, context.store);
+  const caller = await authenticateKey(exchange, context.store);
   const contentType = exchange.header('content-type');
   if (!isMultipart(contentType)) {
     throw badRequest(`image edits require a multipart/form-data body (got ${contentType ? contentType.split(';')[0].trim() : 'no content type'}): `

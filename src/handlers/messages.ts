@@ -48,7 +48,7 @@ function checkMessagesRules(model: ModelConfig, info: MessagesRequestInfo, body:
 }
 
 export const messages: RouteHandler = async (exchange, _params, context) => {
-  const caller = authenticateKey(exchange, context.store);
+  const caller = await authenticateKey(exchange, context.store);
   const headers = dialectHeaders(exchange);
   const body = await readJsonObject(exchange);
   const info = validateMessagesRequest(body);

@@ -20,14 +20,14 @@ export function modelObject(model: ModelConfig): Record<string, unknown> {
   };
 }
 
-export const listModels: RouteHandler = (exchange, _params, context) => {
-  const { key } = authenticateKey(exchange, context.store);
+export const listModels: RouteHandler = async (exchange, _params, context) => {
+  const { key } = await authenticateKey(exchange, context.store);
   const data = context.config.models.filter((model) => denial(context.config, key, model) === undefined).map(modelObject);
   exchange.respond(200, JSON_HEADERS, JSON.stringify({ object: 'list', data }));
 };
 
-export const getModel: RouteHandler = (exchange, params, context) => {
-  const { key } = authenticateKey(exchange, context.store);
+export const getModel: RouteHandler = async (exchange, params, context) => {
+  const { key } = await authenticateKey(exchange, context.store);
   let id = params[0];
   try { id = decodeURIComponent(id); } catch { /* keep the raw segment */ }
   const model = context.models.get(id);

@@ -74,28 +74,28 @@ function paging(exchange: Exchange): { page: number; pageSize: number } {
   return { page: Math.min(Number(p), Number.MAX_SAFE_INTEGER), pageSize };
 }
 
-function pageAnswer(context: GatewayContext, accountId: number, page: number, pageSize: number, keyword?: string) {
-  const result = context.store.keys.list(accountId, page, pageSize, keyword);
+async function pageAnswer(context: GatewayContext, accountId: number, page: number, pageSize: number, keyword?: string) {
+  const result = await context.store.keys.list(accountId, page, pageSize, keyword);
   return { items: result.items.map(keyView), total: result.total, page, page_size: pageSize };
 }
 
-export const list: RouteHandler = domain((exchange, _params, context) => {
-  const { accountId } = authenticateAccount(exchange, context.store, 'read');
+export const list: RouteHandler = domain(async (exchange, _params, context) => {
+  const { accountId } = await authenticateAccount(exchange, context.store, 'read');
   const { page, pageSize } = paging(exchange);
-  ok(exchange, pageAnswer(context, accountId, page, pageSize));
+  ok(exchange, await pageAnswer(context, accountId, page, pageSize));
 });
 
-export const search: RouteHandler = domain((exchange, _params, context) => {
-  const { accountId } = authenticateAccount(exchange, context.store, 'read');
+export const search: RouteHandler = domain(async (exchange, _params, context) => {
+  const { accountId } = await authenticateAccount(exchange, context.store, 'read');
   const keyword = exchange.query.get('keyword') ?? '';
   if (keyword.length > 200) throw new FieldError('keyword is too long: at most 200 characters');
   const { page, pageSize } = paging(exchange);
-  ok(exchange, pageAnswer(context, accountId, page, pageSize, keyword));
+  ok(exchange, await pageAnswer(context, accountId, page, pageSize, keyword));
 });
 
-export const get: RouteHandler = domain((exchange, params, context) => {
-  const { accountId } = authenticateAccount(exchange, context.store, 'read');
-  const record = context.store.keys.get(accountId, parsePathId(params[0]));
+export const get: RouteHandler = domain(async (exchange, params, context) => {
+  const { accountId } = await authenticateAccount(exchange, context.store, 'read');
+  const record = await context.store.keys.get(accountId, parsePathId(params[0]));
   if (!record) { fail(exchange, NOT_FOUND); return; }
   ok(exchange, keyView(record));
 });
@@ -105,7 +105,7 @@ function fieldContext(context: GatewayContext) {
 }
 
 export const create: RouteHandler = domain(async (exchange, _params, context) => {
-  const { accountId } = authenticateAccount(exchange, context.store, 'write');
+  const { accountId } = await authenticateAccount(exchange, context.store, 'write');
   const body = await jsonBody(exchange);
   const fields = parseKeyFields(body, fieldContext(context));
   const key = generateApiKey();
@@ -116,25 +116,25 @@ export const create: RouteHandler = domain(async (exchange, _params, context) =>
   ok(exchange, keyView(record));
 });
 
-export const reveal: RouteHandler = domain((exchange, params, context) => {
-  const { accountId } = authenticateAccount(exchange, context.store, 'write');
+export const reveal: RouteHandler = domain(async (exchange, params, context) => {
+  const { accountId } = await authenticateAccount(exchange, context.store, 'write');
   const id = parsePathId(params[0]);
   const { count, windowSeconds } = context.config.limits.reveal;
   for (const bucket of [`reveal:a:${accountId}`, `reveal:ip:${exchange.remoteAddress}`]) {
-    const hit = context.store.counters.hit(bucket, count, windowSeconds);
+    const hit = await context.store.counters.hit(bucket, count, windowSeconds);
     if (!hit.allowed) {
       const error = rateLimited(`key reveal is limited to ${count} calls per ${windowSeconds} seconds; try again in ${hit.retryAfterSeconds} s`,
         'rate_limit_exceeded', hit.retryAfterSeconds);
       throw new GatewayError({ ...error.toJSON(), headers: { ...error.headers, 'cache-control': 'no-store' } });
     }
   }
-  const record = context.store.keys.get(accountId, id);
+  const record = await context.store.keys.get(accountId, id);
   if (!record) { fail(exchange, NOT_FOUND, NO_STORE_HEADERS); return; }
   ok(exchange, { key: unseal(context.masterKey, record.sealed) }, NO_STORE_HEADERS);
 });
 
 export const update: RouteHandler = domain(async (exchange, _params, context) => {
-  const { accountId } = authenticateAccount(exchange, context.store, 'write');
+  const { accountId } = await authenticateAccount(exchange, context.store, 'write');
   const body = await jsonBody(exchange);
   const id = parseId(body.id);
   if (statusOnly(exchange)) {
@@ -143,7 +143,7 @@ export const update: RouteHandler = domain(async (exchange, _params, context) =>
     ok(exchange, keyView(record));
     return;
   }
-  const stored = context.store.keys.get(accountId, id);
+  const stored = await context.store.keys.get(accountId, id);
   if (!stored) { fail(exchange, NOT_FOUND); return; }
   const record = await context.store.keys.replace(accountId, id, parseKeyFields(body, { ...fieldContext(context), storedExpiry: stored.expired_time }));
   if (!record) { fail(exchange, NOT_FOUND); return; }
@@ -151,7 +151,7 @@ export const update: RouteHandler = domain(async (exchange, _params, context) =>
 });
 
 export const remove: RouteHandler = domain(async (exchange, params, context) => {
-  const { accountId } = authenticateAccount(exchange, context.store, 'write');
+  const { accountId } = await authenticateAccount(exchange, context.store, 'write');
   const removed = await context.store.keys.remove(accountId, parsePathId(params[0]));
   if (!removed) { fail(exchange, NOT_FOUND); return; }
   ok(exchange, { id: Number(params[0]) });

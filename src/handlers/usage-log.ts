@@ -39,13 +39,13 @@ function answer(exchange: Exchange, data: unknown): void {
   exchange.respond(200, JSON_HEADERS, JSON.stringify({ success: true, message: '', data }));
 }
 
-export const usageLog: RouteHandler = (exchange, _params, context) => {
-  const { accountId } = authenticateAccount(exchange, context.store, 'read');
+export const usageLog: RouteHandler = async (exchange, _params, context) => {
+  const { accountId } = await authenticateAccount(exchange, context.store, 'read');
   const parsed = logFilter(exchange.query);
   if (typeof parsed === 'string') { exchange.respond(200, JSON_HEADERS, fail(parsed)); return; }
   const pageSize = Math.min(100, Math.max(1, parsed.size ?? 10));
   const pageNumber = parsed.page ?? 0;
-  const result = context.store.usage.list(accountId, parsed.filter, pageNumber, pageSize);
+  const result = await context.store.usage.list(accountId, parsed.filter, pageNumber, pageSize);
   answer(exchange, { items: result.items, total: result.total, page: pageNumber, page_size: pageSize });
 };
 
@@ -56,8 +56,8 @@ function dayOf(time: number, offsetMinutes: number): string {
   return new Date((time + offsetMinutes * 60) * 1000).toISOString().slice(0, 10);
 }
 
-export const usageSummary: RouteHandler = (exchange, _params, context) => {
-  const { accountId } = authenticateAccount(exchange, context.store, 'read');
+export const usageSummary: RouteHandler = async (exchange, _params, context) => {
+  const { accountId } = await authenticateAccount(exchange, context.store, 'read');
   const parsed = logFilter(exchange.query);
   if (typeof parsed === 'string') { exchange.respond(200, JSON_HEADERS, fail(parsed)); return; }
   const offsetText = exchange.query.get('utc_offset');
@@ -68,7 +68,7 @@ export const usageSummary: RouteHandler = (exchange, _params, context) => {
   }
   const total = { count: 0, quota: 0, prompt_tokens: 0, completion_tokens: 0 };
   const buckets = new Map<string, DayModel>();
-  const { truncated } = context.store.usage.scan(accountId, parsed.filter, (record) => {
+  const { truncated } = await context.store.usage.scan(accountId, parsed.filter, (record) => {
     total.count += 1;
     total.quota += record.quota;
     total.prompt_tokens += record.prompt_tokens;

@@ -66,7 +66,7 @@ const taskNotFound = (taskId: string) => new GatewayError({
 });
 
 export const videoSubmit: RouteHandler = videoRoute(async (exchange, _params, context, headers) => {
-  const caller = authenticateKey(exchange, context.store);
+  const caller = await authenticateKey(exchange, context.store);
   const body = await readJsonObject(exchange);
   const { vendor, models } = context.config.video;
   const info = validateVideoSubmit(body, { vendor, models });
@@ -77,10 +77,10 @@ export const videoSubmit: RouteHandler = videoRoute(async (exchange, _params, co
 });
 
 export const videoStatus: RouteHandler = videoRoute(async (exchange, params, context, headers) => {
-  const caller = authenticateKey(exchange, context.store);
+  const caller = await authenticateKey(exchange, context.store);
   let taskId: string;
   try { taskId = decodeURIComponent(params[0]); } catch { throw taskNotFound(params[0]); }
-  const task = context.store.tasks.get(taskId);
+  const task = await context.store.tasks.get(taskId);
   // Another account's task is indistinguishable from an unknown one.
   if (!task || task.accountId !== caller.account.id) throw taskNotFound(taskId);
   exchange.respond(200, { 'content-type': 'application/json', ...headers }, JSON.stringify({ success: true, data: taskView(task) }));

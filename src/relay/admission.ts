@@ -5,6 +5,7 @@ import type { ModelConfig } from '../config';
 import type { GatewayContext } from '../context';
 import { rateLimited } from '../errors';
 import type { Reservation } from '../billing/ledger';
+import { isPromise, type LimitVerdict } from '../store';
 
 export interface Admission {
   reservation: Reservation;
@@ -14,37 +15,42 @@ export interface Admission {
 }
 
 /**
- * Admits the call or throws the 429. Synchronous when the worker's leases cover the estimate (the
- * usual case); a promise only when a lease has to grow first.
+ * Admits the call or throws the 429. Synchronous when the limits answer at once (LMDB) and the
+ * worker's leases cover the estimate (the usual case); a promise when the limits are asked over the
+ * network (Redis) or a lease has to grow first.
  */
 export function admit(context: GatewayContext, caller: Caller, _model: ModelConfig, estimate: number): Admission | Promise<Admission> {
   const group = context.config.groups[caller.key.group] ?? context.config.groups.default;
-  const { counters } = context.store;
+  if (group.rpm <= 0 && group.concurrency <= 0) return reserve(context, caller, estimate, group.ratio, null);
   const subject = `k:${caller.key.id}`;
-  if (group.rpm > 0) {
-    const hit = counters.hit(`rpm:${subject}`, group.rpm, 60);
-    if (!hit.allowed) {
-      throw rateLimited(`rate limit reached: group "${caller.key.group}" allows ${group.rpm} requests per minute per key; retry in ${hit.retryAfterSeconds} s`,
-        'rate_limit_exceeded', hit.retryAfterSeconds);
-    }
+  const verdict = context.store.counters.admit(subject, context.workerId, { rpm: group.rpm, concurrency: group.concurrency });
+  return isPromise(verdict)
+    ? verdict.then((ready) => reserve(context, caller, estimate, group.ratio, admitted(ready, caller, group, subject)))
+    : reserve(context, caller, estimate, group.ratio, admitted(verdict, caller, group, subject));
+}
+
+/** The slot held (its subject) or null; throws the 429 of a refused verdict. */
+function admitted(verdict: LimitVerdict, caller: Caller, group: { rpm: number; concurrency: number }, subject: string): string | null {
+  if (verdict.allowed) return verdict.holdsSlot ? subject : null;
+  if (verdict.limit === 'rate') {
+    throw rateLimited(`rate limit reached: group "${caller.key.group}" allows ${group.rpm} requests per minute per key; retry in ${verdict.retryAfterSeconds} s`,
+      'rate_limit_exceeded', verdict.retryAfterSeconds);
   }
-  let holdsSlot = false;
-  if (group.concurrency > 0) {
-    if (!counters.acquireSlot(subject, context.workerId, group.concurrency)) {
-      throw rateLimited(`concurrency limit reached: group "${caller.key.group}" allows ${group.concurrency} concurrent requests per key`,
-        'concurrency_limit_exceeded', 1);
-    }
-    holdsSlot = true;
-  }
+  throw rateLimited(`concurrency limit reached: group "${caller.key.group}" allows ${group.concurrency} concurrent requests per key`,
+    'concurrency_limit_exceeded', 1);
+}
+
+function reserve(context: GatewayContext, caller: Caller, estimate: number, ratio: number, slot: string | null): Admission | Promise<Admission> {
+  let holdsSlot = slot !== null;
   const release = () => {
     if (!holdsSlot) return;
     holdsSlot = false;
-    counters.releaseSlot(subject, context.workerId);
+    context.store.counters.releaseSlot(slot!, context.workerId);
   };
-  const admitted = (reservation: Reservation): Admission => ({ reservation, ratio: group.ratio, release });
+  const admission = (reservation: Reservation): Admission => ({ reservation, ratio, release });
   const reservation = context.ledger.tryReserve(caller.key, caller.account, estimate);
-  if (reservation !== null) return admitted(reservation);
-  return context.ledger.reserve(caller.key, caller.account, estimate).then(admitted, (error: unknown) => {
+  if (reservation !== null) return admission(reservation);
+  return context.ledger.reserve(caller.key, caller.account, estimate).then(admission, (error: unknown) => {
     release();
     throw error;
   });

@@ -31,9 +31,9 @@ function failed(task: StoredVideoTask, message: string, now: number): StoredVide
 }
 
 /** The negative-quota record of a refund: used_quota stays the sum of the key's records. */
-function refundRecord(store: Store, task: VideoTask, now: number): Omit<UsageRecord, 'id'> {
+async function refundRecord(store: Store, task: VideoTask, now: number): Promise<Omit<UsageRecord, 'id'>> {
   return {
-    time: Math.floor(now / 1000), account_id: task.accountId, key_id: task.keyId, key_name: store.keys.byId(task.keyId)?.name ?? '',
+    time: Math.floor(now / 1000), account_id: task.accountId, key_id: task.keyId, key_name: (await store.keys.byId(task.keyId))?.name ?? '',
     model: task.model, channel: task.channel, endpoint: 'video.refund', prompt_tokens: 0, completion_tokens: 0,
     cache_read_tokens: 0, cache_creation_tokens: 0, quota: -task.quota, latency_ms: now - task.createdAt, first_byte_ms: null,
     status: 200, end_reason: 'refund', usage_source: 'per_call', stream: false,
@@ -92,13 +92,13 @@ export async function pollVideoTasksOnce(store: Store, config: Config, providers
     models: new Map(config.models.map((model) => [model.id, model])),
   };
   const summary: PollSummary = { polled: 0, completed: 0, failed: 0 };
-  const tasks = store.tasks.listProcessing(MAX_TASKS_PER_PASS);
+  const tasks = await store.tasks.listProcessing(MAX_TASKS_PER_PASS);
   for (let start = 0; start < tasks.length; start += PARALLEL_CALLS) {
     if (services.signal.aborted) break;
     await Promise.all(tasks.slice(start, start + PARALLEL_CALLS).map(async (task) => {
       const now = options.now ?? Date.now();
       const next = await advance(task, services, now);
-      const refund = next.status === 'failed' ? { record: refundRecord(store, next, now) } : undefined;
+      const refund = next.status === 'failed' ? { record: await refundRecord(store, next, now) } : undefined;
       if (!(await store.tasks.update(next, refund))) return;
       summary.polled += 1;
       if (next.status === 'completed') summary.completed += 1;

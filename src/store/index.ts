@@ -1,71 +1,28 @@
-// The store facade: one object the rest of the gateway holds. Only src/store/ imports lmdb.
-import { openDatabases, type Databases } from './database';
-import { AccountStore } from './accounts';
-import { KeyStore } from './keys';
-import { CounterStore } from './counters';
-import { LedgerStore } from './ledger';
-import { UsageStore } from './usage';
-import { TaskStore } from './tasks';
-import type { SealedValue } from '../auth/secrets';
+// The store facade: one object the rest of the gateway holds, behind the Store interface
+// (types.ts). Each backend lives in its own folder: lmdb/ (the default, one box), postgres/ with
+// redis/ (several nodes on one PostgreSQL and one Redis).
+import type { Config } from '../config';
+import { LmdbStore } from './lmdb';
+import { PostgresStore } from './postgres';
+import type { Store } from './types';
 
+export type {
+  AccountStore, Awaitable, BatchCommitter, BatchCommitterHooks, Charge, CounterStore, KeyPage, KeySecret, KeyStore, LeaseAsk,
+  LeaseGrant, LeaseShortfall, LedgerStore, LimitAsk, LimitVerdict, Store, StoredVideoTask, TaskRefund, TaskStore, UsageFilter,
+  UsagePage, UsageStore, WindowHit,
+} from './types';
+export { isPromise, whenReady } from './types';
 export type { AccountRecord, AccessTokenRecord, AccessScope, KeyFields, KeyRecord, UsageGroup, UsageRecord, UsageRow } from './records';
 export { packUsageRows, toUsageRow } from './records';
-export type { KeyPage } from './keys';
-export { MAX_BALANCE } from './accounts';
-export type { WindowHit } from './counters';
-export type { Charge, LeaseAsk, LeaseGrant, LeaseShortfall } from './ledger';
-export { LedgerWriter, LEDGER_WRITER_NICE } from './ledger-writer';
-export type { UsageFilter } from './usage';
-export type { StoredVideoTask, TaskRefund } from './tasks';
+export { MAX_BALANCE } from './limits';
+export { LEDGER_WRITER_NICE } from './lmdb/ledger-writer';
 
-const SECRET_CHECK = 'secret_check';
-
-export class Store {
-  readonly accounts: AccountStore;
-  readonly keys: KeyStore;
-  readonly counters: CounterStore;
-  readonly ledger: LedgerStore;
-  readonly usage: UsageStore;
-  readonly tasks: TaskStore;
-  private closed = false;
-
-  constructor(readonly databases: Databases) {
-    this.accounts = new AccountStore(databases);
-    this.keys = new KeyStore(databases);
-    this.counters = new CounterStore(databases);
-    this.ledger = new LedgerStore(databases);
-    this.usage = new UsageStore(databases);
-    this.tasks = new TaskStore(databases);
-  }
-
-  static open(dataDir: string): Store {
-    return new Store(openDatabases(dataDir));
-  }
-
-  /** A value sealed under the master secret at the first start, to check the secret against (main.ts). */
-  secretCheck(): SealedValue | undefined {
-    return this.databases.meta.get(SECRET_CHECK) as SealedValue | undefined;
-  }
-
-  /** Keeps `value` as the secret check unless one is there already; resolves to the one kept. */
-  claimSecretCheck(value: SealedValue): Promise<SealedValue> {
-    return this.databases.root.transaction(() => {
-      const kept = this.databases.meta.get(SECRET_CHECK) as SealedValue | undefined;
-      if (kept !== undefined) return kept;
-      this.databases.meta.putSync(SECRET_CHECK, value);
-      return value;
-    });
-  }
-
-  /** Resolves when every write issued so far is committed. */
-  async flushed(): Promise<void> {
-    await this.databases.root.flushed;
-  }
-
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await this.databases.root.close();
-    await this.databases.ephemeralRoot.close();
-  }
+/**
+ * The store the config names, open. `warn` hears of trouble a networked store works around (a lost
+ * connection, limits failing open), never of secrets.
+ */
+export async function openStore(config: Pick<Config, 'dataDir' | 'store' | 'redis'>, warn: (message: string, error: Error) => void = () => undefined): Promise<Store> {
+  if (config.store.type === 'lmdb') return LmdbStore.open(config.dataDir);
+  if (!config.redis) throw new Error('a postgres store needs the redis config');
+  return PostgresStore.open({ url: config.store.url, poolSize: config.store.poolSize, leaseTtlMs: config.store.leaseTtlMs, redis: config.redis, warn });
 }

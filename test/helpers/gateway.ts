@@ -7,12 +7,43 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateAccessToken, tokenDigest } from '../../src/auth/secrets';
-import { loadConfig, type Config } from '../../src/config';
+import { EMBEDDED_CONFIG, loadConfig, type Config } from '../../src/config';
 import { createLogger } from '../../src/log';
 import { startGateway, type RunningGateway } from '../../src/main';
+import { clusterEngines, enginesMissing, freshDatabase, freshPrefix } from './engines';
+export { stopClusterEngines } from './engines';
 
 export const FRONTS = ['uws', 'node'] as const;
 export type Front = typeof FRONTS[number];
+
+/** The store backends the store-backed suites run on (postgres: PostgreSQL + Redis, test/helpers/engines.ts). */
+export const BACKENDS = ['lmdb', 'postgres'] as const;
+export type Backend = typeof BACKENDS[number];
+
+/**
+ * What a store-backed suite runs on: both fronts on LMDB, and the uWS front on PostgreSQL + Redis
+ * (the fronts do not touch the store; the backend is what the second run is for). `skip` says why a
+ * setup cannot run here (the PostgreSQL or Redis binaries are missing), for `describe`'s options.
+ */
+export const SETUPS: readonly { front: Front; backend: Backend; label: string; skip: string | undefined }[] = [
+  ...FRONTS.map((front) => ({ front, backend: 'lmdb' as const, label: `${front} front`, skip: undefined })),
+  { front: 'uws', backend: 'postgres', label: 'uws front, postgres store', skip: enginesMissing() },
+];
+
+/**
+ * `raw` (default: the embedded config) set up for `backend`: for postgres, a fresh database and a
+ * fresh Redis key prefix on this test file's engines (started on first use; stop them with
+ * stopClusterEngines in the file's `after`). `store` adds fields to the store section.
+ */
+export async function withBackend(backend: Backend, raw?: Record<string, unknown>, store: Record<string, unknown> = {}): Promise<Record<string, unknown> | undefined> {
+  if (backend === 'lmdb') return raw;
+  const engines = await clusterEngines();
+  return {
+    ...(raw ?? EMBEDDED_CONFIG),
+    store: { type: 'postgres', url: await freshDatabase(engines.postgres), ...store },
+    redis: { url: engines.redis.url, prefix: freshPrefix() },
+  };
+}
 
 export const REPO_ROOT = join(__dirname, '..', '..', '..');
 export const CLI = join(REPO_ROOT, 'dist', 'src', 'cli.js');
@@ -32,10 +63,10 @@ export interface TestGateway {
 }
 
 /** In-process gateway on 127.0.0.1:0. `raw` is a config object (defaults: the embedded config). */
-export async function startTestGateway(options: { front?: Front; raw?: Record<string, unknown>; env?: Record<string, string> } = {}): Promise<TestGateway> {
+export async function startTestGateway(options: { front?: Front; raw?: Record<string, unknown>; env?: Record<string, string>; backend?: Backend } = {}): Promise<TestGateway> {
   const dataDir = tempDir();
   const env: NodeJS.ProcessEnv = { TOLLGATE_DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', TOLLGATE_FRONT: options.front ?? 'uws', ...options.env };
-  const config = loadConfig({ raw: options.raw, env });
+  const config = loadConfig({ raw: await withBackend(options.backend ?? 'lmdb', options.raw), env });
   const gateway = await startGateway(config, { log: createLogger('error') });
   const adminToken = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
   return {
@@ -229,7 +260,7 @@ export function parseRawAnswer(raw: string): { status: number; headers: Record<s
 export async function addAccount(test: TestGateway, name: string, scope: 'read' | 'write' = 'write'): Promise<{ id: number; token: string }> {
   const store = test.gateway.context.store;
   const created = await store.accounts.create(name, 'default', 0);
-  const account = created === 'exists' ? store.accounts.find(name)! : created;
+  const account = created === 'exists' ? (await store.accounts.find(name))! : created;
   const token = generateAccessToken();
   await store.accounts.addAccessToken(tokenDigest(token).toString('hex'), account.id, scope);
   return { id: account.id, token };

@@ -12,13 +12,13 @@ export interface MoneySnapshot {
 }
 
 /** Every account and key with its money figures now. `cap` = remain_quota + used_quota for capped keys. */
-export function moneySnapshot(store: Store): MoneySnapshot {
+export async function moneySnapshot(store: Store): Promise<MoneySnapshot> {
   const accounts = new Map<number, { balance: number; used: number }>();
   const keys = new Map<number, { accountId: number; cap: number | null; used: number }>();
-  for (const account of store.accounts.list()) {
+  for (const account of (await store.accounts.list())) {
     accounts.set(account.id, { balance: account.balance, used: account.used_quota });
     for (let page = 0; ; page += 1) {
-      const listed = store.keys.list(account.id, page, 100);
+      const listed = await store.keys.list(account.id, page, 100);
       for (const key of listed.items) {
         keys.set(key.id, { accountId: account.id, cap: key.unlimited_quota ? null : key.remain_quota + key.used_quota, used: key.used_quota });
       }
@@ -29,11 +29,11 @@ export function moneySnapshot(store: Store): MoneySnapshot {
 }
 
 /** Sum of record quota per key and per account, over every usage record in the store. */
-function recordSums(store: Store, snapshot: MoneySnapshot): { perKey: Map<number, number>; perAccount: Map<number, number> } {
+async function recordSums(store: Store, snapshot: MoneySnapshot): Promise<{ perKey: Map<number, number>; perAccount: Map<number, number> }> {
   const perKey = new Map<number, number>();
   const perAccount = new Map<number, number>();
   for (const [keyId, key] of snapshot.keys) {
-    const sum = store.usage.sumForKey(key.accountId, keyId).quota;
+    const sum = (await store.usage.sumForKey(key.accountId, keyId)).quota;
     perKey.set(keyId, sum);
     perAccount.set(key.accountId, (perAccount.get(key.accountId) ?? 0) + sum);
   }
@@ -44,10 +44,10 @@ function recordSums(store: Store, snapshot: MoneySnapshot): { perKey: Map<number
  * Asserts the invariants between `before` (taken at the start) and the store now. Keys created
  * during the scenario count from zero. Returns the total quota charged, for the test's own checks.
  */
-export function assertMoneyInvariants(store: Store, before: MoneySnapshot, label = ''): number {
-  const after = moneySnapshot(store);
+export async function assertMoneyInvariants(store: Store, before: MoneySnapshot, label = ''): Promise<number> {
+  const after = await moneySnapshot(store);
   const at = label ? ` (${label})` : '';
-  const sums = recordSums(store, after);
+  const sums = await recordSums(store, after);
   let charged = 0;
   for (const [keyId, key] of after.keys) {
     const start = before.keys.get(keyId);

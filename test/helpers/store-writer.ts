@@ -3,7 +3,7 @@
 // Prints the created ids as a JSON array.
 import { apiKeyDigest, generateApiKey, loadMasterKey, maskKey, seal } from '../../src/auth/secrets';
 import { KEY_DEFAULTS } from '../../src/formats/token-fields';
-import { Store } from '../../src/store';
+import { LmdbStore as Store } from '../../src/store/lmdb';
 
 async function main(): Promise<void> {
   const [dataDir, accountText, countText] = process.argv.slice(2);

@@ -1,7 +1,7 @@
 // A real Store in a fresh temp dir for each test of the file, closed and removed after it.
 import { rmSync } from 'node:fs';
 import { afterEach, beforeEach } from 'node:test';
-import { Store } from '../../src/store';
+import { LmdbStore as Store } from '../../src/store/lmdb';
 import { tempDir } from './gateway';
 
 export interface TempStore { store: Store; dataDir: string }

@@ -22,7 +22,7 @@ for (const front of FRONTS) describe(`money under hostile input (${front} front)
   beforeEach(async () => {
     setup.mock.reset();
     await flushCharges(setup);
-    before0 = moneySnapshot(store());
+    before0 = await moneySnapshot(store());
   });
 
   async function settled(label: string): Promise<number> {
@@ -30,7 +30,7 @@ for (const front of FRONTS) describe(`money under hostile input (${front} front)
     return assertMoneyInvariants(store(), before0, label);
   }
 
-  const records = (accountId: number, keyId: number) => store().usage.list(accountId, { keyId }, 0, 1000).items;
+  const records = async (accountId: number, keyId: number) => (await store().usage.list(accountId, { keyId }, 0, 1000)).items;
 
   test('an 80 KB refusal part with max_tokens 1 is reserved for: refused up front on a 1,000 cap, nothing charged', async () => {
     const key = await createKey(setup.url, admin(), { remain_quota: 1000 });
@@ -71,15 +71,15 @@ for (const front of FRONTS) describe(`money under hostile input (${front} front)
     assert.ok(statuses.includes(200) && statuses.includes(429), 'some served, the rest refused at the cap');
     const charged = await settled('CJK on a cap');
     assert.ok(charged <= 2000, `charged ${charged} on a 2,000 cap`);
-    const used = records(1, key.id).reduce((sum, record) => sum + record.quota, 0);
-    assert.equal(used, store().keys.byId(key.id)!.used_quota);
+    const used = (await records(1, key.id)).reduce((sum, record) => sum + record.quota, 0);
+    assert.equal(used, (await store().keys.byId(key.id))!.used_quota);
   });
 
   test('the same prompts on an unlimited key with a 2,000 balance: every served call paid, the balance never clamped', async () => {
     const account = await addAccount(setup.gateway, 'cjk-tenant');
     await store().accounts.topUp(account.id, 2000);
     const key = await createKey(setup.url, account.token, { unlimited_quota: true });
-    before0 = moneySnapshot(store());
+    before0 = await moneySnapshot(store());
     setup.mock.script({ usageOverride: { prompt_tokens: 600 } }, 200);
     let served = 0;
     for (let round = 0; round < 20; round += 1) {
@@ -91,7 +91,7 @@ for (const front of FRONTS) describe(`money under hostile input (${front} front)
     const charged = await settled('CJK on a balance');
     assert.ok(served > 0);
     assert.ok(charged <= 2000);
-    const perCall = records(account.id, key.id).filter((record) => record.status === 200);
+    const perCall = (await records(account.id, key.id)).filter((record) => record.status === 200);
     assert.equal(perCall.length, served, 'one record per served call');
     // every served call was billed its full price (600 prompt + 5 completion tokens at mock-chat's price)
     assert.ok(perCall.every((record) => record.quota === perCall[0].quota && record.end_reason === 'completed'), 'nothing served unpaid');
@@ -103,7 +103,7 @@ for (const front of FRONTS) describe(`money under hostile input (${front} front)
     const answer = await postChat(setup.url, key.key, { model: 'mock-chat', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] });
     assert.equal(answer.status, 200, answer.text);
     const charged = await settled('absurd usage');
-    const [record] = records(1, key.id);
+    const [record] = await records(1, key.id);
     assert.equal(record.completion_tokens, 100, 'billed at max_tokens');
     assert.ok(charged <= 5000 && charged === record.quota, `charged ${charged}`);
   });
@@ -123,7 +123,7 @@ for (const front of FRONTS) describe(`money under hostile input (${front} front)
     assert.ok(content < 3000, `cut off after ${content} of 3000 content events`);
     const charged = await settled('stream past max_tokens');
     assert.ok(charged <= 500, `charged ${charged} on a 500 cap`);
-    const [record] = records(1, key.id);
+    const [record] = await records(1, key.id);
     assert.equal(record.end_reason, 'quota_bounded');
   });
 
@@ -142,11 +142,11 @@ for (const front of FRONTS) describe(`money under hostile input (${front} front)
     const gone = Date.now();
     // noticed at once, not on the upstream's next write 5 s later: the upstream call is aborted and the call recorded
     await eventually(() => setup.mock.requests[0]?.aborted === true, 2000, 'the upstream request aborted');
-    await eventually(async () => { await flushCharges(setup); return records(1, key.id).length === 1; }, 2000, 'the usage record');
+    await eventually(async () => { await flushCharges(setup); return (await records(1, key.id)).length === 1; }, 2000, 'the usage record');
     assert.ok(Date.now() - gone < 2500);
     const charged = await settled('client left');
     assert.ok(charged <= 500);
-    assert.equal(records(1, key.id)[0].end_reason, 'client_gone');
+    assert.equal((await records(1, key.id))[0].end_reason, 'client_gone');
   });
 
   for (const [path, body] of [
@@ -166,8 +166,8 @@ for (const front of FRONTS) describe(`money under hostile input (${front} front)
       controller.abort();
       await pending;
       await eventually(() => setup.mock.requests[0].aborted, 1500, 'the upstream request aborted');
-      await eventually(async () => { await flushCharges(setup); return records(1, key.id).length === 1; }, 1500, 'the usage record');
-      assert.equal(records(1, key.id)[0].end_reason, 'client_gone');
+      await eventually(async () => { await flushCharges(setup); return (await records(1, key.id)).length === 1; }, 1500, 'the usage record');
+      assert.equal((await records(1, key.id))[0].end_reason, 'client_gone');
       await settled('gone before the first byte');
     });
   }
@@ -184,7 +184,7 @@ for (const front of FRONTS) describe(`money under hostile input (${front} front)
     await eventually(() => setup.mock.requests[0]?.aborted === true, 5000, 'the upstream request aborted');
     assert.ok(process.memoryUsage().rss - rssBefore < 48 * 1024 * 1024, 'memory held for the event stayed bounded');
     await settled('endless event');
-    const [record] = records(1, key.id);
+    const [record] = await records(1, key.id);
     assert.equal(record.end_reason, 'upstream_event_too_large');
   });
 
@@ -192,7 +192,7 @@ for (const front of FRONTS) describe(`money under hostile input (${front} front)
     const listed = await call(setup.url, 'GET', '/api/token/?p=0&page_size=100', { token: admin() });
     assert.equal(listed.json.success, true);
     for (const item of listed.json.data.items) {
-      assert.equal(item.used_quota, store().usage.sumForKey(1, item.id).quota, `key ${item.id}`);
+      assert.equal(item.used_quota, (await store().usage.sumForKey(1, item.id)).quota, `key ${item.id}`);
     }
     await settled('final');
   });

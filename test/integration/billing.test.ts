@@ -2,9 +2,11 @@
 // prices and the mock's deterministic token counts; key used_quota / remain_quota, the account
 // balance and the usage record agree; used_quota equals the sum of the usage records.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import OpenAI from 'openai';
-import { call } from '../helpers/gateway';
+import { BACKENDS, call, stopClusterEngines } from '../helpers/gateway';
+import { enginesMissing } from '../helpers/engines';
+import { assertMoneyInvariants, moneySnapshot, type MoneySnapshot } from '../helpers/money';
 import {
   client, createKey, expectApiError, expectedPerCallQuota, expectedUsageQuota, flushCharges, keyObject, MOCK_PIECES,
   mockPromptTokens, postChat, startChatSetup, type ChatSetup,
@@ -14,32 +16,37 @@ const CHAT_PRICE = { input: 0.15, output: 0.6 };
 const VIP_PRICE = { input: 3, output: 15 };
 const TEXT = 'Please summarise the quarterly numbers for me.';
 
-describe('billing of chat completions', () => {
+after(stopClusterEngines);
+
+for (const backend of BACKENDS) describe(`billing of chat completions (${backend} store)`, { skip: backend === 'postgres' ? enginesMissing() : undefined }, () => {
   let setup: ChatSetup;
+  let money: MoneySnapshot;
   const store = () => setup.gateway.gateway.context.store;
   const admin = () => setup.gateway.adminToken;
-  const accountBalance = () => store().accounts.get(1)!.balance;
-  const accountUsed = () => store().accounts.get(1)!.used_quota;
+  const accountBalance = async () => (await store().accounts.get(1))!.balance;
+  const accountUsed = async () => (await store().accounts.get(1))!.used_quota;
 
   before(async () => {
-    setup = await startChatSetup();
+    setup = await startChatSetup({ backend });
     await store().accounts.topUp(1, 100_000_000);
   });
   after(async () => { await setup?.close(); });
+  beforeEach(async () => { await flushCharges(setup); money = await moneySnapshot(store()); });
+  afterEach(async (context) => { await flushCharges(setup); await assertMoneyInvariants(store(), money, context.name); });
 
   /** One call; asserts key, account and record all moved by exactly `expected`. */
   async function billedCall(fields: Record<string, unknown>, body: Record<string, unknown>, expected: (usage: any) => number) {
     const key = await createKey(setup.url, admin(), { remain_quota: 10_000_000, ...fields });
     await flushCharges(setup);
-    const balanceBefore = accountBalance();
-    const usedBefore = accountUsed();
+    const balanceBefore = await accountBalance();
+    const usedBefore = await accountUsed();
     const answer = await postChat(setup.url, key.key, body);
     assert.equal(answer.status, 200, answer.text);
     const usage = body.stream ? JSON.parse(answer.text.split('\n\n').filter(Boolean).at(-2)!.slice(6)).usage : answer.json.usage;
     const quota = expected(usage);
     assert.ok(quota > 0);
     await flushCharges(setup);
-    const records = store().usage.list(1, { keyId: key.id }, 0, 10).items;
+    const records = (await store().usage.list(1, { keyId: key.id }, 0, 10)).items;
     assert.equal(records.length, 1, 'exactly one usage record per call');
     assert.equal(records[0].quota, quota, 'record quota');
     assert.equal(records[0].prompt_tokens, usage.prompt_tokens);
@@ -50,9 +57,9 @@ describe('billing of chat completions', () => {
     assert.equal(object.used_quota, quota, 'key used_quota');
     if (fields.unlimited_quota) assert.equal(object.remain_quota, fields.remain_quota ?? 10_000_000, 'an unlimited key keeps remain_quota');
     else assert.equal(object.remain_quota, 10_000_000 - quota, 'key remain_quota');
-    assert.equal(accountBalance(), balanceBefore - quota, 'account balance');
-    assert.equal(accountUsed(), usedBefore + quota, 'account used_quota');
-    assert.deepEqual(store().usage.sumForKey(1, key.id), { quota, count: 1 });
+    assert.equal((await accountBalance()), balanceBefore - quota, 'account balance');
+    assert.equal((await accountUsed()), usedBefore + quota, 'account used_quota');
+    assert.deepEqual((await store().usage.sumForKey(1, key.id)), { quota, count: 1 });
     return { key, quota, record: records[0], usage };
   }
 
@@ -115,14 +122,14 @@ describe('billing of chat completions', () => {
       else await sdk.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content }] });
     }
     await flushCharges(setup);
-    const sum = store().usage.sumForKey(1, key.id);
+    const sum = await store().usage.sumForKey(1, key.id);
     assert.equal(sum.count, 12);
     const object = await keyObject(setup.url, admin(), key.id);
     assert.equal(object.used_quota, sum.quota);
     assert.equal(object.remain_quota, 10_000_000 - sum.quota);
     let accountSum = 0;
-    for (const record of store().usage.list(1, {}, 0, 100_000).items) accountSum += record.quota;
-    assert.equal(accountUsed(), accountSum, 'account used_quota = sum of all its records');
+    for (const record of (await store().usage.list(1, {}, 0, 100_000)).items) accountSum += record.quota;
+    assert.equal((await accountUsed()), accountSum, 'account used_quota = sum of all its records');
   });
 
   test('a failed call is recorded with quota 0 and charges nothing', async () => {
@@ -131,7 +138,7 @@ describe('billing of chat completions', () => {
     const answer = await postChat(setup.url, key.key, { model: 'mock-chat', messages: [{ role: 'user', content: TEXT }] });
     assert.equal(answer.status, 502, answer.text);
     await flushCharges(setup);
-    const records = store().usage.list(1, { keyId: key.id }, 0, 10).items;
+    const records = (await store().usage.list(1, { keyId: key.id }, 0, 10)).items;
     assert.equal(records.length, 1);
     assert.equal(records[0].quota, 0);
     assert.equal(records[0].status, 502);
@@ -147,7 +154,7 @@ describe('billing of chat completions', () => {
     const cap = 40;
     const key = await createKey(setup.url, admin(), { remain_quota: cap });
     await flushCharges(setup);
-    const balanceBefore = accountBalance();
+    const balanceBefore = await accountBalance();
     let served = 0;
     for (let index = 0; index < 50; index += 1) {
       const answer = await postChat(setup.url, key.key, body);
@@ -161,7 +168,7 @@ describe('billing of chat completions', () => {
     assert.equal(object.used_quota, served * perCall);
     assert.ok(object.used_quota <= cap, `used ${object.used_quota} ≤ cap ${cap}`);
     assert.equal(object.remain_quota, cap - object.used_quota);
-    assert.equal(balanceBefore - accountBalance(), object.used_quota, 'the account paid exactly what the key used');
+    assert.equal(balanceBefore - (await accountBalance()), object.used_quota, 'the account paid exactly what the key used');
   });
 
   test('lowering remain_quota with PUT while a lease is out: no spending past the new value', async () => {

@@ -64,7 +64,7 @@ for (const front of FRONTS) {
       test('an expired key → 401 whose message says it expired', async () => {
         const target = await newKey({ name: 'expiring' });
         const store = setup.gateway.gateway.context.store;
-        const record = store.keys.byId(target.id)!;
+        const record = (await store.keys.byId(target.id))!;
         // The key API refuses a past expiry, so age the key in the store.
         await store.keys.replace(1, target.id, { ...record, expired_time: Math.floor(Date.now() / 1000) - 5 });
         await expectApiError(client(setup.url, target.key).chat.completions.create({ model: 'mock-chat', messages: HELLO }),

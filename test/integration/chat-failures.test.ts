@@ -13,8 +13,8 @@ import {
 
 const HELLO = [{ role: 'user' as const, content: 'hello there' }];
 
-function lastRecord(gateway: TestGateway, keyId: number) {
-  const items = gateway.gateway.context.store.usage.list(1, { keyId }, 0, 1).items;
+async function lastRecord(gateway: TestGateway, keyId: number) {
+  const items = (await gateway.gateway.context.store.usage.list(1, { keyId }, 0, 1)).items;
   assert.equal(items.length, 1, 'a usage record was written');
   return items[0];
 }
@@ -50,14 +50,14 @@ describe('chat failures on one channel', () => {
     controller.abort();
     const upstream = setup.mock.requests.at(-1)!;
     await eventually(() => upstream.aborted, 3000, 'the mock to see the upstream request aborted');
-    await eventually(async () => { await flushCharges(setup); return setup.gateway.gateway.context.store.usage.list(1, { keyId: probe.id }, 0, 1).items.length === 1; },
+    await eventually(async () => { await flushCharges(setup); return (await setup.gateway.gateway.context.store.usage.list(1, { keyId: probe.id }, 0, 1)).items.length === 1; },
       3000, 'the usage record');
-    const record = lastRecord(setup.gateway, probe.id);
+    const record = await lastRecord(setup.gateway, probe.id);
     assert.equal(record.end_reason, 'client_gone');
     assert.ok(record.completion_tokens > 0 && record.completion_tokens < MOCK_PIECES, `completion tokens ${record.completion_tokens}`);
     assert.equal(record.usage_source, 'estimated');
     assert.ok(record.quota > 0);
-    const object = setup.gateway.gateway.context.store.keys.byId(probe.id)!;
+    const object = (await setup.gateway.gateway.context.store.keys.byId(probe.id))!;
     assert.equal(object.used_quota, record.quota);
   });
 
@@ -82,7 +82,7 @@ describe('chat failures on one channel', () => {
       assert.equal(next.status, 200, next.text);
     }
     await flushCharges(setup);
-    const records = setup.gateway.gateway.context.store.usage.list(1, { keyId: probe.id }, 0, 10).items;
+    const records = (await setup.gateway.gateway.context.store.usage.list(1, { keyId: probe.id }, 0, 10)).items;
     const gone = records.filter((item) => item.end_reason === 'client_gone');
     assert.equal(gone.length, 2, JSON.stringify(records));
     for (const item of gone) { assert.equal(item.status, 499); assert.equal(item.quota, 0); }
@@ -100,7 +100,7 @@ describe('chat failures on one channel', () => {
     assert.ok(thrown, 'the SDK reports the broken stream');
     assert.equal(text, 'Hello from the mock upstream.');
     await flushCharges(setup);
-    const record = lastRecord(setup.gateway, probe.id);
+    const record = await lastRecord(setup.gateway, probe.id);
     assert.equal(record.end_reason, 'upstream_error');
     assert.ok(record.completion_tokens > 0 && record.completion_tokens < MOCK_PIECES);
     assert.ok(record.quota > 0, 'what was delivered is billed');
@@ -122,7 +122,7 @@ describe('chat failures on one channel', () => {
     assert.equal(final.choices[0].finish_reason, 'stop');
     assert.equal(final.usage.completion_tokens, MOCK_PIECES);
     await flushCharges(setup);
-    assert.equal(lastRecord(setup.gateway, probe.id).completion_tokens, MOCK_PIECES);
+    assert.equal((await lastRecord(setup.gateway, probe.id)).completion_tokens, MOCK_PIECES);
   });
 
   test('missing [DONE]: the client still gets the final chunk and data: [DONE]', async () => {
@@ -146,7 +146,7 @@ describe('chat failures on one channel', () => {
     assert.match(JSON.stringify(events.at(-1)!.json?.error), /idle timeout/, `last event is an error: ${raw.text.slice(-300)}`);
     assert.ok(!raw.text.includes('[DONE]'));
     await flushCharges(setup);
-    const record = lastRecord(setup.gateway, probe.id);
+    const record = await lastRecord(setup.gateway, probe.id);
     assert.equal(record.end_reason, 'upstream_error');
     assert.ok(record.completion_tokens > 0 && record.completion_tokens < MOCK_PIECES, `completion tokens ${record.completion_tokens}`);
     assert.ok(record.quota > 0, 'what was delivered is billed');
@@ -161,7 +161,7 @@ describe('chat failures on one channel', () => {
     const elapsed = Date.now() - started;
     assert.ok(elapsed >= 850 && elapsed < 1800, `3 attempts × 300 ms first-byte timeout took ${elapsed} ms`);
     await flushCharges(setup);
-    const record = lastRecord(setup.gateway, probe.id);
+    const record = await lastRecord(setup.gateway, probe.id);
     assert.equal(record.status, 504);
     assert.equal(record.quota, 0);
   });
@@ -211,7 +211,7 @@ describe('failover across channels', () => {
         assert.equal(flaky.requests.length, before.flaky + 1, 'the high-priority channel was tried first');
         assert.equal(healthy.requests.length, before.healthy + 1, 'then the healthy one');
         await gateway.gateway.context.ledger.flush();
-        const record = lastRecord(gateway, probe.id);
+        const record = await lastRecord(gateway, probe.id);
         assert.equal(record.channel, 'healthy');
         assert.equal(record.status, 200);
         assert.ok(record.quota > 0);

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { EMBEDDED_CONFIG } from '../../src/config';
 import { startMockUpstream, type MockUpstream, type MockUpstreamOptions } from '../../scripts/mock-upstream';
-import { call, startTestGateway, tempDir, type Front, type TestGateway } from '../helpers/gateway';
+import { call, startTestGateway, tempDir, type Backend, type Front, type TestGateway } from '../helpers/gateway';
 
 export const QUOTA_PER_USD = 500_000;
 /** the mock's default number of content pieces (one piece = one completion token) */
@@ -61,10 +61,10 @@ export interface ChatSetup {
   close(): Promise<void>;
 }
 
-export async function startChatSetup(options: { front?: Front; mock?: MockUpstreamOptions; config?: ChatConfigOptions; raw?: (mockUrl: string) => Record<string, unknown> } = {}): Promise<ChatSetup> {
+export async function startChatSetup(options: { front?: Front; backend?: Backend; mock?: MockUpstreamOptions; config?: ChatConfigOptions; raw?: (mockUrl: string) => Record<string, unknown> } = {}): Promise<ChatSetup> {
   const mock = await startMockUpstream(options.mock);
   const raw = options.raw ? options.raw(mock.url) : chatConfig(mock.url, options.config);
-  const gateway = await startTestGateway({ front: options.front, raw });
+  const gateway = await startTestGateway({ front: options.front, backend: options.backend, raw });
   return {
     gateway, mock, url: gateway.url,
     async close() { await gateway.close(); await mock.close(); },

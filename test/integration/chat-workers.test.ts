@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Agent, request } from 'undici';
 import { startMockUpstream, type MockUpstream } from '../../scripts/mock-upstream';
-import { Store } from '../../src/store';
+import { LmdbStore as Store } from '../../src/store/lmdb';
 import { call, startSupervisor, type SupervisedGateway } from '../helpers/gateway';
 import { chatConfig, createKey, eventually, writeConfigFile } from './chat-harness';
 

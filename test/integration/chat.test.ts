@@ -85,7 +85,7 @@ for (const front of FRONTS) {
         const usage = stream ? assertStreamTail(answer.text).usage : answer.json.usage;
         assert.ok(usage.prompt_tokens > 0 && usage.completion_tokens > 0, JSON.stringify(usage));
         await flushCharges(setup);
-        const records = setup.gateway.gateway.context.store.usage.list(1, { keyId: probe.id }, 0, 10).items;
+        const records = (await setup.gateway.gateway.context.store.usage.list(1, { keyId: probe.id }, 0, 10)).items;
         assert.equal(records.length, 1);
         assert.equal(records[0].usage_source, 'estimated');
         assert.equal(records[0].completion_tokens, usage.completion_tokens);

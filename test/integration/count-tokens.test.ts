@@ -28,8 +28,8 @@ test('counts the input tokens of a prompt and bills nothing', async () => {
   assert.ok(short.input_tokens > 0);
   assert.ok(long.input_tokens > short.input_tokens + 50, `${long.input_tokens} > ${short.input_tokens} + 50`);
   await gateway.gateway.context.ledger.flush();
-  assert.equal(gateway.gateway.context.store.keys.byId(keyId)!.used_quota, 0);
-  assert.equal(gateway.gateway.context.store.usage.sumForKey(1, keyId).count, 0);
+  assert.equal((await gateway.gateway.context.store.keys.byId(keyId))!.used_quota, 0);
+  assert.equal((await gateway.gateway.context.store.usage.sumForKey(1, keyId)).count, 0);
 });
 
 test('a prompt above the offload threshold is counted in the pool, the same way', async () => {

@@ -189,7 +189,7 @@ describe('openai package against an anthropic channel (translated)', () => {
     assert.equal(cached.usage?.prompt_tokens, CACHE_USAGE.input_tokens + CACHE_USAGE.cache_read_input_tokens + CACHE_USAGE.cache_creation_input_tokens);
     assert.equal(cached.usage?.prompt_tokens_details?.cached_tokens, CACHE_USAGE.cache_read_input_tokens);
     await flushCharges(fx.setup);
-    const records = fx.store().usage.list(1, { keyId: own.id }, 0, 10).items;
+    const records = (await fx.store().usage.list(1, { keyId: own.id }, 0, 10)).items;
     const plain = records.find((record) => record.model === 'claude-mock')!;
     assert.equal(plain.endpoint, 'chat.completions');
     assert.equal(plain.channel, 'anthropic-mock');

@@ -61,17 +61,17 @@ for (const front of FRONTS) {
     let client: OpenAI;
 
     const store = () => gateway.gateway.context.store;
-    const records = (): UsageRecord[] => store().usage.list(1, { keyId: key.id }, 0, 100).items;
+    const records = async (): Promise<UsageRecord[]> => (await store().usage.list(1, { keyId: key.id }, 0, 100)).items;
     /** Waits for the batched commit of the newest charge; returns the newest record. */
     const newestRecord = async (count: number): Promise<UsageRecord> => {
-      await waitFor(async () => records().length >= count, 2_000);
-      const list = records();
+      await waitFor(async () => (await records()).length >= count, 2_000);
+      const list = await records();
       assert.equal(list.length, count, 'one usage record per call');
       return list[0];
     };
-    const assertUsedEqualsRecords = () => {
-      const sum = store().usage.sumForKey(1, key.id);
-      assert.equal(store().keys.byId(key.id)!.used_quota, sum.quota, 'used_quota is the sum of the records');
+    const assertUsedEqualsRecords = async () => {
+      const sum = await store().usage.sumForKey(1, key.id);
+      assert.equal((await store().keys.byId(key.id))!.used_quota, sum.quota, 'used_quota is the sum of the records');
     };
     const mockRequests = (path: string) => mock.requests.filter((request) => request.path === path);
 
@@ -94,7 +94,7 @@ for (const front of FRONTS) {
 
     describe('POST /v1/images/generations', () => {
       test('n images are all returned and billed per image × size and quality multipliers', async () => {
-        const before = records().length;
+        const before = (await records()).length;
         const answer = await client.images.generate({ model: 'mock-image', prompt: 'a lighthouse', n: 3, size: '1792x1024', quality: 'hd', response_format: 'url' });
         assert.equal(answer.data?.length, 3);
         for (const image of answer.data ?? []) assert.match(image.url ?? '', /^http:\/\/127\.0\.0\.1:\d+\/files\/img-\d\.png$/);
@@ -105,7 +105,7 @@ for (const front of FRONTS) {
         assert.equal(record.model, 'mock-image');
         assert.equal(record.channel, 'mock');
         assert.equal(record.usage_source, 'per_call');
-        assertUsedEqualsRecords();
+        await assertUsedEqualsRecords();
       });
 
       test('the upstream gets the original body with only model replaced: extra fields pass through untouched', async () => {
@@ -132,13 +132,13 @@ for (const front of FRONTS) {
       });
 
       test('a size the model does not offer is 400 with param size, and nothing is billed', async () => {
-        const before = records().length;
+        const before = (await records()).length;
         const error = await apiError(client.images.generate({ model: 'mock-image', prompt: 'x', size: '512x512' }));
         assert.equal(error.status, 400);
         assert.equal(error.param, 'size');
         assert.match(error.message, /1024x1024, 1792x1024/);
         assert.equal(mockRequests('/v1/images/generations').length, 0);
-        assert.equal(records().length, before);
+        assert.equal((await records()).length, before);
       });
 
       test('quality (or style) on a model without them is 400 naming the field', async () => {
@@ -172,14 +172,14 @@ for (const front of FRONTS) {
       });
 
       test('an upstream failure is a 5xx, not billed', async () => {
-        const before = records().length;
+        const before = (await records()).length;
         mock.script({ status: 500 }, 10);
         const error = await apiError(client.images.generate({ model: 'mock-image', prompt: 'x' }));
         assert.ok(error.status! >= 500, `status ${error.status}`);
         const record = await newestRecord(before + 1);
         assert.equal(record.quota, 0);
         assert.equal(record.end_reason, 'failed');
-        assertUsedEqualsRecords();
+        await assertUsedEqualsRecords();
       });
     });
 
@@ -187,7 +187,7 @@ for (const front of FRONTS) {
       test('image[] with two files reaches the upstream byte for byte, model replaced; billed per image', async () => {
         const first = Buffer.concat([PNG, Buffer.from('first')]);
         const second = Buffer.concat([PNG, Buffer.alloc(FILE_LIMIT - PNG.length - 10, 7)]);
-        const before = records().length;
+        const before = (await records()).length;
         const answer = await client.images.edit({
           model: 'mock-image', prompt: 'merge the two', n: 2, size: '1792x1024',
           image: [await toFile(first, 'first.png', { type: 'image/png' }), await toFile(second, 'second.png', { type: 'image/png' })],
@@ -204,7 +204,7 @@ for (const front of FRONTS) {
         const record = await newestRecord(before + 1);
         assert.equal(record.endpoint, 'images.edits');
         assert.equal(record.quota, usdToQuota(0.04 * 2 * 2, 1));
-        assertUsedEqualsRecords();
+        await assertUsedEqualsRecords();
       });
 
       test('a mask file and the simulator: n edited images', async () => {
@@ -272,7 +272,7 @@ for (const front of FRONTS) {
 
     describe('chat-based images (chat completions)', () => {
       test('a ratio-marker message answers a markdown image link, billed per_call × n whatever the tokens', async () => {
-        const before = records().length;
+        const before = (await records()).length;
         const completion = await client.chat.completions.create({
           model: 'sim-chat-image', n: 2,
           messages: [{ role: 'user', content: `a very long description of a mountain lake at dawn ${'with mist '.repeat(200)}【2:3】` }],
@@ -285,7 +285,7 @@ for (const front of FRONTS) {
         const record = await newestRecord(before + 1);
         assert.equal(record.quota, usdToQuota(0.02 * 2, 1));
         assert.equal(record.usage_source, 'per_call');
-        assertUsedEqualsRecords();
+        await assertUsedEqualsRecords();
       });
 
       test('text plus several image_url parts reach a multimodal model untouched', async () => {

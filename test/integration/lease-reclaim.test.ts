@@ -3,7 +3,7 @@
 // with enough quota left would answer 429 because its quota sits idle in another worker's lease.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Store } from '../../src/store';
+import { LmdbStore as Store } from '../../src/store/lmdb';
 import { cliJson, startSupervisor, type SupervisedGateway } from '../helpers/gateway';
 import { createKey } from './chat-harness';
 

@@ -23,7 +23,7 @@ describe('/v1/messages billing', () => {
     const request = { model, max_tokens: 300, messages: [{ role: 'user' as const, content }] };
     const message = stream ? await client.messages.stream(request).finalMessage() : await client.messages.create(request);
     await flushCharges(fx.setup);
-    const records = fx.store().usage.list(1, { keyId: own.id }, 0, 10).items;
+    const records = (await fx.store().usage.list(1, { keyId: own.id }, 0, 10)).items;
     assert.equal(records.length, 1, 'one usage record per call');
     const object = await keyObject(fx.setup.url, fx.setup.gateway.adminToken, own.id);
     return { message, record: records[0], object };
@@ -92,7 +92,7 @@ describe('/v1/messages billing', () => {
     const answer = await postMessages(fx.setup.url, { 'x-api-key': own.key }, { model: 'claude-mock', max_tokens: 300, stream: true, messages: [{ role: 'user', content: QUESTION }] });
     assert.equal(anthropicEvents(answer.text).at(-1)!.event, 'message_stop');
     await flushCharges(fx.setup);
-    const [streamed] = fx.store().usage.list(1, { keyId: own.id }, 0, 10).items;
+    const [streamed] = (await fx.store().usage.list(1, { keyId: own.id }, 0, 10)).items;
     assert.equal(streamed.usage_source, 'estimated');
     assert.ok(streamed.prompt_tokens > 0, JSON.stringify(streamed));
     assert.ok(streamed.completion_tokens >= 15, `the 20 delivered pieces are counted: ${streamed.completion_tokens}`);
@@ -105,7 +105,7 @@ describe('/v1/messages billing', () => {
     fx.setup.mock.reset();
     assert.equal(answer.status, 502);
     await flushCharges(fx.setup);
-    const [record] = fx.store().usage.list(1, { keyId: own.id }, 0, 10).items;
+    const [record] = (await fx.store().usage.list(1, { keyId: own.id }, 0, 10)).items;
     assert.equal(record.quota, 0);
     assert.equal(record.status, 502);
     assert.equal(record.end_reason, 'failed');

@@ -280,7 +280,7 @@ describe('/v1/messages with @anthropic-ai/sdk', () => {
         assert.equal(last.data.error.type, 'api_error');
         assert.ok(!events.some((event) => event.event === 'message_stop'));
         await flushCharges(fx.setup);
-        const [record] = fx.store().usage.list(1, { keyId: own.id }, 0, 10).items;
+        const [record] = (await fx.store().usage.list(1, { keyId: own.id }, 0, 10)).items;
         assert.equal(record.end_reason, 'upstream_error', model);
         assert.equal(record.usage_source, 'estimated');
         assert.ok(record.completion_tokens >= 3, `delivered pieces are billed: ${record.completion_tokens}`);
@@ -302,9 +302,9 @@ describe('/v1/messages with @anthropic-ai/sdk', () => {
       controller.abort();
       await eventually(async () => {
         await flushCharges(fx.setup);
-        return fx.store().usage.list(1, { keyId: own.id }, 0, 10).items.length === 1;
+        return (await fx.store().usage.list(1, { keyId: own.id }, 0, 10)).items.length === 1;
       }, 5_000, 'the usage record');
-      const [record] = fx.store().usage.list(1, { keyId: own.id }, 0, 10).items;
+      const [record] = (await fx.store().usage.list(1, { keyId: own.id }, 0, 10)).items;
       assert.equal(record.end_reason, 'client_gone');
       assert.equal(record.completion_tokens, 3);
       assert.ok(record.quota > 0);

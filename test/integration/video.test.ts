@@ -73,13 +73,13 @@ describe('legacy video task API', () => {
   };
   const submit = (body: unknown, submitKey?: string) => request('POST', '/veo/v1/api/video/submit', { body, key: submitKey });
   const status = (taskId: string, statusKey?: string) => request('GET', `/veo/v1/api/video/status/${encodeURIComponent(taskId)}`, { key: statusKey });
-  const money = () => {
+  const money = async () => {
     const store = context().store;
-    return { remain: store.keys.byId(key.id)!.remain_quota, used: store.keys.byId(key.id)!.used_quota, balance: store.accounts.get(1)!.balance };
+    return { remain: (await store.keys.byId(key.id))!.remain_quota, used: (await store.keys.byId(key.id))!.used_quota, balance: (await store.accounts.get(1))!.balance };
   };
-  const assertUsedEqualsRecords = () => {
+  const assertUsedEqualsRecords = async () => {
     const store = context().store;
-    assert.equal(store.keys.byId(key.id)!.used_quota, store.usage.sumForKey(1, key.id).quota, 'used_quota is the sum of the records');
+    assert.equal((await store.keys.byId(key.id))!.used_quota, (await store.usage.sumForKey(1, key.id)).quota, 'used_quota is the sum of the records');
   };
 
   before(async () => {
@@ -98,7 +98,7 @@ describe('legacy video task API', () => {
   });
 
   test('submit → processing → video_generating → completed with result.video_url, charged once', async () => {
-    const start = money();
+    const start = await money();
     const submitted = await submit({ prompt: 'a paper boat on a river', images: ['https://example.invalid/boat.png'] });
     assert.equal(submitted.status, 200, JSON.stringify(submitted.body));
     assertDeprecated(submitted);
@@ -108,7 +108,7 @@ describe('legacy video task API', () => {
     assert.equal(pollingUrl, `${PUBLIC_URL}/veo/v1/api/video/status/${taskId}`);
     assert.equal(state, 'processing');
     assert.equal(typeof message, 'string');
-    const charged = money();
+    const charged = await money();
     assert.equal(charged.remain, start.remain - VEO3_QUOTA, 'charged on submit');
     assert.equal(charged.balance, start.balance - VEO3_QUOTA);
 
@@ -130,47 +130,47 @@ describe('legacy video task API', () => {
     assert.equal(done.body.data.status, 'completed');
     assert.match(done.body.data.result.video_url, /^https:\/\/.+\.mp4$/);
     assert.equal(typeof done.body.data.result.video_media_id, 'string');
-    assert.equal(money().remain, charged.remain, 'completion costs nothing more');
-    const records = context().store.usage.list(1, { keyId: key.id }, 0, 10).items;
+    assert.equal((await money()).remain, charged.remain, 'completion costs nothing more');
+    const records = (await context().store.usage.list(1, { keyId: key.id }, 0, 10)).items;
     assert.equal(records[0].endpoint, 'video.submit');
     assert.equal(records[0].quota, VEO3_QUOTA);
-    assertUsedEqualsRecords();
+    await assertUsedEqualsRecords();
   });
 
   test('a prompt containing "fail" ends failed and the charge is refunded to key and account', async () => {
-    const start = money();
+    const start = await money();
     const submitted = await submit({ prompt: 'this one will fail', model: 'veo3-fast' });
     assert.equal(submitted.status, 200);
     const { taskId } = submitted.body.data;
-    assert.equal(money().remain, start.remain - VEO3_QUOTA / 2);
+    assert.equal((await money()).remain, start.remain - VEO3_QUOTA / 2);
     await pollOnce();
     await pollOnce();
     const failed = await status(taskId);
     assert.equal(failed.body.data.status, 'failed');
     assert.match(failed.body.data.message, /fail/);
     assert.equal(failed.body.data.result, undefined);
-    assert.deepEqual(money(), start, 'remain_quota, used_quota and balance are back');
-    const refund = context().store.usage.list(1, { keyId: key.id }, 0, 1).items[0];
+    assert.deepEqual((await money()), start, 'remain_quota, used_quota and balance are back');
+    const refund = (await context().store.usage.list(1, { keyId: key.id }, 0, 1)).items[0];
     assert.equal(refund.endpoint, 'video.refund');
     assert.equal(refund.quota, -VEO3_QUOTA / 2);
-    assertUsedEqualsRecords();
+    await assertUsedEqualsRecords();
     await pollOnce();
-    assert.deepEqual(money(), start, 'a finished task is never refunded twice');
+    assert.deepEqual((await money()), start, 'a finished task is never refunded twice');
   });
 
   test('a task not finished within timeoutHours fails and is refunded', async () => {
-    const start = money();
+    const start = await money();
     const { taskId } = (await submit({ prompt: 'slow one' })).body.data;
     await pollOnce(Date.now() + 24 * 3_600_000 + 1);
     const timedOut = await status(taskId);
     assert.equal(timedOut.body.data.status, 'failed');
     assert.match(timedOut.body.data.message, /timed out/);
-    assert.deepEqual(money(), start);
-    assertUsedEqualsRecords();
+    assert.deepEqual((await money()), start);
+    await assertUsedEqualsRecords();
   });
 
   test('INVALID_PROMPT, INVALID_MODEL and more than 5 images are 400 with details.field; nothing is charged', async () => {
-    const start = money();
+    const start = await money();
     assertVideoError(await submit({}), 400, 'INVALID_PROMPT', 'prompt');
     assertVideoError(await submit({ prompt: '   ' }), 400, 'INVALID_PROMPT', 'prompt');
     assertVideoError(await submit({ prompt: 'x', model: 'sora' }), 400, 'INVALID_MODEL', 'model');
@@ -179,7 +179,7 @@ describe('legacy video task API', () => {
     const tooMany = await submit({ prompt: 'x', images });
     assertVideoError(tooMany, 400, tooMany.body.error_code, 'images');
     assert.match(tooMany.body.message, /at most 5 images/);
-    assert.deepEqual(money(), start);
+    assert.deepEqual((await money()), start);
   });
 
   test('a key cap or balance too low is QUOTA_EXCEEDED', async () => {
@@ -217,12 +217,12 @@ describe('legacy video task API', () => {
   });
 
   test('a video-legacy channel submits and polls the upstream with its own key and model name', async () => {
-    const start = money();
+    const start = await money();
     const submitted = await submit({ prompt: 'a comet', model: 'veo3-pro', enhance_prompt: true, images: ['https://example.invalid/c.png'] });
     assert.equal(submitted.status, 200, JSON.stringify(submitted.body));
     const { taskId } = submitted.body.data;
     assert.match(taskId, /^veo3-pro:/);
-    assert.equal(money().remain, start.remain - VEO3_PRO_QUOTA);
+    assert.equal((await money()).remain, start.remain - VEO3_PRO_QUOTA);
     const upstreamSubmit = mock.requests.find((recorded) => recorded.path === '/veo/v1/api/video/submit');
     assert.ok(upstreamSubmit);
     assert.equal(upstreamSubmit.headers.authorization, 'Bearer video-key');
@@ -243,13 +243,13 @@ describe('legacy video task API', () => {
   });
 
   test('a video-legacy task that fails upstream, or whose status cannot be read, is refunded', async () => {
-    const start = money();
+    const start = await money();
     const failing = (await submit({ prompt: 'please fail', model: 'veo3-pro' })).body.data.taskId;
     for (let poll = 0; poll < 3; poll += 1) await pollOnce();
     const failed = await status(failing);
     assert.equal(failed.body.data.status, 'failed');
     assert.match(failed.body.data.message, /safety filter/);
-    assert.deepEqual(money(), start);
+    assert.deepEqual((await money()), start);
 
     const unreadable = (await submit({ prompt: 'flaky upstream', model: 'veo3-pro' })).body.data.taskId;
     mock.script({ status: 503 }, 100);
@@ -262,19 +262,19 @@ describe('legacy video task API', () => {
     const gaveUp = await status(unreadable);
     assert.equal(gaveUp.body.data.status, 'failed');
     assert.match(gaveUp.body.data.message, /could not be read/);
-    assert.deepEqual(money(), start);
-    assertUsedEqualsRecords();
+    assert.deepEqual((await money()), start);
+    await assertUsedEqualsRecords();
   });
 
   test('an upstream that refuses the submit is 500 UPSTREAM_ERROR and nothing is charged', async () => {
-    const start = money();
+    const start = await money();
     mock.script({ status: 500 }, 10);
     const answer = await submit({ prompt: 'x', model: 'veo3-pro' });
     assertVideoError(answer, 500, 'UPSTREAM_ERROR');
     assert.doesNotMatch(answer.body.message, /video-key/, 'the channel key never appears');
     await context().ledger.flush();
-    assert.deepEqual(money(), start);
-    assertUsedEqualsRecords();
+    assert.deepEqual((await money()), start);
+    await assertUsedEqualsRecords();
   });
 
   test('config video.enabled=false turns the routes off with a clear message', async () => {

@@ -8,7 +8,9 @@ import { apiKeyDigest, generateApiKey, loadMasterKey, maskKey, seal } from '../.
 import { Ledger } from '../../src/billing/ledger';
 import { KEY_DEFAULTS } from '../../src/formats/token-fields';
 import { createLogger } from '../../src/log';
-import { LEDGER_WRITER_NICE, LedgerWriter, Store, type KeyRecord, type UsageRecord } from '../../src/store';
+import { LEDGER_WRITER_NICE, type KeyRecord, type UsageRecord } from '../../src/store';
+import { LmdbStore as Store } from '../../src/store/lmdb';
+import { LedgerWriter } from '../../src/store/lmdb/ledger-writer';
 import { tempDir } from '../helpers/gateway';
 
 let dataDir: string;

@@ -8,7 +8,7 @@ import { apiKeyDigest, generateApiKey, loadMasterKey, maskKey, seal } from '../.
 import { KEY_DEFAULTS } from '../../src/formats/token-fields';
 import { useTempStore } from '../helpers/temp-store';
 
-const STORE_MODULE = join(__dirname, '..', '..', 'src', 'store');
+const STORE_MODULE = join(__dirname, '..', '..', 'src', 'store', 'lmdb');
 
 const temp = useTempStore('tollgate-record-cache-');
 
@@ -19,7 +19,7 @@ const temp = useTempStore('tollgate-record-cache-');
  */
 async function inOtherProcess(body: string): Promise<void> {
   execFileSync(process.execPath, ['-e', `
-    const { Store } = require(${JSON.stringify(STORE_MODULE)});
+    const { LmdbStore: Store } = require(${JSON.stringify(STORE_MODULE)});
     (async () => { const store = Store.open(${JSON.stringify(temp.dataDir)}); ${body}; await store.close(); })()
       .catch((error) => { console.error(error); process.exit(1); });
   `], { stdio: ['ignore', 'ignore', 'inherit'] });

@@ -1,12 +1,11 @@
 // Fixed-window counters shared by every process (reveal limits, per-group request rates). They live
 // in the noSync ephemeral env: losing a window on a machine crash is harmless, an fsync per hit is not.
 import type { Databases } from './database';
-
-export interface WindowHit { allowed: boolean; count: number; retryAfterSeconds: number }
+import type { CounterStore, LimitAsk, LimitVerdict, WindowHit } from '../types';
 
 interface Window { start: number; count: number }
 
-export class CounterStore {
+export class LmdbCounters implements CounterStore {
   constructor(private readonly databases: Databases) {}
 
   /** Counts one hit in the current window of `bucket`; refuses (without counting) past `limit`. */
@@ -22,6 +21,18 @@ export class CounterStore {
       ephemeral.putSync(bucket, { start: window.start, count: window.count + 1 });
       return { allowed: true, count: window.count + 1, retryAfterSeconds: 0 };
     });
+  }
+
+  admit(subject: string, workerId: string, ask: LimitAsk): LimitVerdict {
+    if (ask.rpm > 0) {
+      const hit = this.hit(`rpm:${subject}`, ask.rpm, 60);
+      if (!hit.allowed) return { allowed: false, limit: 'rate', retryAfterSeconds: hit.retryAfterSeconds };
+    }
+    if (ask.concurrency > 0) {
+      if (!this.acquireSlot(subject, workerId, ask.concurrency)) return { allowed: false, limit: 'concurrency' };
+      return { allowed: true, holdsSlot: true };
+    }
+    return { allowed: true, holdsSlot: false };
   }
 
   /**
@@ -58,6 +69,10 @@ export class CounterStore {
         if (key.endsWith(suffix)) ephemeral.removeSync(key);
       }
     });
+  }
+
+  clearSlots(): void {
+    this.clearPrefix('slot:');
   }
 
   /** Forgets every gauge with this prefix (supervisor start: no request is in flight). */

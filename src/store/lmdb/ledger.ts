@@ -5,42 +5,13 @@
 // so the sum of what all workers may spend never exceeds what remains.
 import type { Databases } from './database';
 import { nextId } from './database';
-import { toUsageRow, type AccountRecord, type KeyRecord, type LeaseHolder, type StoredUsageGroup, type UsageGroup, type UsageRecord } from './records';
-
-export interface LeaseAsk {
-  /** at least this much, or nothing */
-  need: number;
-  /** beyond `need`, up to this much more … */
-  extra: number;
-  /** … but at most this share of what would remain free, so other workers keep theirs */
-  share: number;
-}
+import type { Charge, LeaseAsk, LeaseGrant, LeaseShortfall, LedgerStore } from '../types';
+import { toUsageRow, type AccountRecord, type KeyRecord, type LeaseHolder, type StoredUsageGroup, type UsageGroup, type UsageRecord } from '../records';
 
 /** What a lease ask gets out of `free`, decided inside the transaction on the current numbers. */
 function grantOf(ask: LeaseAsk, free: number): number {
   const spare = Math.max(0, free - ask.need);
   return ask.need + Math.min(ask.extra, Math.floor(spare * ask.share));
-}
-
-export interface LeaseGrant {
-  key: { amount: number; epoch: number } | null;
-  account: { amount: number; epoch: number };
-}
-
-export type LeaseShortfall = {
-  shortfall: 'key' | 'account' | 'gone';
-  /** free now (not leased to anyone) */
-  available: number;
-  /** leased to other workers: what they could give back */
-  heldByOthers: number;
-};
-
-export interface Charge {
-  keyId: number;
-  keyEpoch: number;
-  accountId: number;
-  accountEpoch: number;
-  quota: number;
 }
 
 function take(holder: LeaseHolder, workerId: string, amount: number): void {
@@ -78,7 +49,7 @@ export function creditRefund(databases: Databases, accountId: number, keyId: num
   }
 }
 
-export class LedgerStore {
+export class LmdbLedger implements LedgerStore {
   constructor(private readonly databases: Databases) {}
 
   /** A refund of an already committed charge (failed or timed-out video task), in one transaction. */
@@ -212,6 +183,15 @@ export class LedgerStore {
       database.putSync(id, updated);
       if (!updated.leases[workerId]) this.databases.leaseIndex.removeSync([workerId, kind, id]);
     });
+  }
+
+  reap(workerId?: string): number {
+    return this.reapSync(workerId);
+  }
+
+  /** A lease here is only ever returned by its worker or by the supervisor once the worker is gone. */
+  heldUntil(_workerId: string): number {
+    return Number.POSITIVE_INFINITY;
   }
 
   /**

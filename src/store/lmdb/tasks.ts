@@ -1,23 +1,15 @@
 // Legacy video tasks (spec §2.7, §3.2) in the `tasks` sub-database. Layout: `t:<taskId>` holds the
 // task; `p:<taskId>` marks it processing, so the poller walks open tasks without scanning old ones.
-import type { VideoTask } from '../formats/video';
 import type { Databases } from './database';
 import { creditRefund } from './ledger';
-import type { UsageRecord } from './records';
+import type { StoredVideoTask, TaskRefund, TaskStore } from '../types';
 
 const TASK = 't:';
 const OPEN = 'p:';
 /** ';' is the character after ':', so [OPEN, OPEN_END) covers every open marker. */
 const OPEN_END = 'p;';
 
-/** A stored task: the public fields plus which of the channel's keys submitted it (tasks may be key-scoped upstream). */
-export type StoredVideoTask = VideoTask & { channelKeyIndex?: number };
-
-export interface TaskRefund {
-  record: Omit<UsageRecord, 'id'>;
-}
-
-export class TaskStore {
+export class LmdbTasks implements TaskStore {
   constructor(private readonly databases: Databases) {}
 
   async create(task: StoredVideoTask): Promise<void> {

@@ -1,18 +1,17 @@
 // API keys: the record by id, a digest → id lookup index (the hot path of every model call), and a
 // per-account index ordered by id for paging and search. Every read-modify-write runs inside one
 // LMDB write transaction, so concurrent processes never share an id or lose a write.
-import type { SealedValue } from '../auth/secrets';
+import type { SealedValue } from '../../auth/secrets';
 import type { Databases } from './database';
 import { nextId } from './database';
-import type { KeyFields, KeyRecord } from './records';
+import type { KeyFields, KeyRecord } from '../records';
 import { ValidatedRecordCache } from './record-cache';
+import type { KeyPage, KeySecret, KeyStore } from '../types';
 
 /** Upper bound for id ranges (lmdb's ordered-binary keys misbehave at MAX_SAFE_INTEGER). */
 const MAX_ID = 1e15;
 
-export interface KeyPage { items: KeyRecord[]; total: number }
-
-export class KeyStore {
+export class LmdbKeys implements KeyStore {
   private readonly shared: ValidatedRecordCache<number>;
   /** digest → id of keys seen; checked against the record's own digest on every use */
   private readonly digestIds = new Map<string, number>();
@@ -21,7 +20,7 @@ export class KeyStore {
     this.shared = new ValidatedRecordCache(databases.keys);
   }
 
-  async create(accountId: number, fields: KeyFields, secret: { sealed: SealedValue; masked: string; digest: string },
+  async create(accountId: number, fields: KeyFields, secret: KeySecret,
     maxKeys: number): Promise<KeyRecord | 'limit'> {
     const { keys, keyDigests, accountKeys } = this.databases;
     return this.databases.root.transaction(() => {

@@ -12,8 +12,8 @@
 // Why in the worker rather than the supervisor: the batch no longer crosses the cluster pipe and the
 // supervisor's event loop (−3.3 µs per call at saturation).
 import { Worker } from 'node:worker_threads';
-import type { Charge } from './ledger';
-import type { UsageGroup } from './records';
+import type { Charge } from '../types';
+import type { UsageGroup } from '../records';
 
 /** CPU niceness of the writer thread (0 = the default; 19 = the lowest). */
 export const LEDGER_WRITER_NICE = 10;

@@ -1,16 +1,13 @@
 // Accounts and their access tokens.
 import type { Databases } from './database';
 import { nextId } from './database';
-import type { AccessScope, AccessTokenRecord, AccountRecord } from './records';
+import type { AccessScope, AccessTokenRecord, AccountRecord } from '../records';
 import { ValidatedRecordCache } from './record-cache';
+import type { AccountStore } from '../types';
+import { MAX_BALANCE } from '../limits';
 
-/**
- * The most an account balance may hold: 10 billion USD in quota, well inside exact integers
- * (2^53 ≈ 9.007e15), so a top-up is never rounded away.
- */
-export const MAX_BALANCE = 5e15;
 
-export class AccountStore {
+export class LmdbAccounts implements AccountStore {
   private readonly shared: ValidatedRecordCache<number>;
 
   constructor(private readonly databases: Databases) {

@@ -2,7 +2,7 @@
 // the store and commits the batches it is handed, one at a time, in order.
 import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { Store } from './index';
+import { LmdbStore } from './index';
 import type { WriterReply, WriterRequest } from './ledger-writer';
 
 const { dataDir, nice } = workerData as { dataDir: string; nice: number };
@@ -17,7 +17,7 @@ try {
   applied = null; // no per-thread priority here: the writes run at the default
 }
 
-const store = Store.open(dataDir);
+const store = LmdbStore.open(dataDir);
 const reply = (message: WriterReply) => port.postMessage(message);
 
 port.on('message', (request: WriterRequest) => {

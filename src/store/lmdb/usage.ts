@@ -4,19 +4,12 @@
 // batch instead of one per call, and the text is written as the worker made it: nobody between the
 // call and the disk parses or re-encodes it. (Older entries, one record object each, read too.)
 import type { Databases } from './database';
-import { fromUsageRow, type StoredUsageGroup, type UsageRecord, type UsageRow } from './records';
+import type { UsageFilter, UsagePage, UsageStore } from '../types';
+import { fromUsageRow, type StoredUsageGroup, type UsageRecord, type UsageRow } from '../records';
 
 const MAX_ID = 1e15;
 /** bound on records examined per query, so a filter that matches little cannot scan forever */
 const MAX_SCAN = 200_000;
-
-export interface UsageFilter {
-  keyId?: number;
-  model?: string;
-  /** unix seconds, inclusive */
-  from?: number;
-  to?: number;
-}
 
 /** The records of one entry, oldest first. */
 function entryRecords(value: unknown): UsageRecord[] {
@@ -31,10 +24,10 @@ function entryRecords(value: unknown): UsageRecord[] {
   return [value as UsageRecord];
 }
 
-export class UsageStore {
+export class LmdbUsage implements UsageStore {
   constructor(private readonly databases: Databases) {}
 
-  list(accountId: number, filter: UsageFilter, page: number, pageSize: number): { items: UsageRecord[]; total: number; truncated: boolean } {
+  list(accountId: number, filter: UsageFilter, page: number, pageSize: number): UsagePage {
     const items: UsageRecord[] = [];
     let total = 0;
     const offset = page * pageSize;

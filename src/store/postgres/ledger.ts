@@ -1,0 +1,131 @@
+// Money on PostgreSQL: quota leases to the workers of every node, batched charge commits with their
+// usage records, the heartbeats that keep this process's leases alive, and the reaping of leases
+// whose owner stopped renewing them. Each operation is one call of a function of the schema (one
+// round trip, one transaction). The invariants are those of the LMDB store (see schema.ts).
+//
+// Why a lease bounds what a dead node can hold: every lease row has an expiry, renewed by its
+// owner's heartbeat (and by each of its acquisitions). A node that dies stops renewing; after the
+// expiry any surviving node's reaper gives the rows back to their keys and accounts. An owner whose
+// heartbeats have not reached the database for a whole TTL (partitioned, stalled) stops drawing on
+// what it holds before anyone may reap it (heldUntil), and carries on under a new owner name.
+import type { Pool } from 'pg';
+import { toUsageRow, type UsageGroup, type UsageRecord } from '../records';
+import type { Charge, LeaseAsk, LeaseGrant, LeaseShortfall, LedgerStore } from '../types';
+
+/** A heartbeat goes out this many times per TTL. */
+const BEATS_PER_TTL = 4;
+/** heldUntil keeps this share of the TTL as a margin against delays between a beat's send and its commit */
+const SAFETY_SHARE = 0.2;
+
+interface Owner {
+  /** the name the rows carry: the worker id, then with a suffix after each lapse */
+  name: string;
+  lapses: number;
+  /** send time (Date.now) of the newest renewal that the database confirmed; null before any lease */
+  renewedAt: number | null;
+}
+
+/** JSON text of every row of the groups, as one array, without parsing them. */
+function joinRows(groups: UsageGroup[]): string {
+  const parts: string[] = [];
+  for (const group of groups) {
+    const inner = group.rows.slice(1, -1);
+    if (inner.length > 0) parts.push(inner);
+  }
+  return `[${parts.join(',')}]`;
+}
+
+export class PostgresLedger implements LedgerStore {
+  private readonly owners = new Map<string, Owner>();
+  private readonly heartbeat: NodeJS.Timeout;
+
+  constructor(private readonly pool: Pool, private readonly node: string, private readonly ttlMs: number,
+    private readonly onTrouble: (error: Error, what: string) => void) {
+    this.heartbeat = setInterval(() => this.beat(), Math.max(100, Math.floor(ttlMs / BEATS_PER_TTL)));
+    this.heartbeat.unref();
+  }
+
+  private owner(workerId: string): Owner {
+    let owner = this.owners.get(workerId);
+    if (!owner) { owner = { name: workerId, lapses: 0, renewedAt: null }; this.owners.set(workerId, owner); }
+    return owner;
+  }
+
+  private beats = 0;
+
+  /** Renews this process's leases; every other beat also reaps leases of any node past their expiry. */
+  private beat(): void {
+    this.beats += 1;
+    if (this.beats % 2 === 0) this.reap().catch((error: Error) => this.onTrouble(error, 'reaping expired quota leases'));
+    const owners = [...this.owners.values()].filter((owner) => owner.renewedAt !== null);
+    if (owners.length === 0) return;
+    const sentAt = Date.now();
+    this.pool.query(`UPDATE leases SET expires_at = now() + $2 * interval '1 millisecond' WHERE owner = ANY($1)`, [owners.map((owner) => owner.name), this.ttlMs])
+      .then(() => { for (const owner of owners) if (owner.renewedAt !== null) owner.renewedAt = Math.max(owner.renewedAt, sentAt); },
+        (error: Error) => this.onTrouble(error, 'renewing quota leases'));
+  }
+
+  heldUntil(workerId: string): number {
+    const owner = this.owner(workerId);
+    if (owner.renewedAt === null) return Number.POSITIVE_INFINITY;
+    const until = owner.renewedAt + this.ttlMs * (1 - SAFETY_SHARE);
+    if (until > Date.now()) return until;
+    // Lapsed: the rows may be reaped any moment. They are left to expire; this worker goes on
+    // under a new owner name, so nothing it takes from now on mixes with them.
+    owner.lapses += 1;
+    owner.name = `${workerId}~${owner.lapses}`;
+    owner.renewedAt = null;
+    return until;
+  }
+
+  async acquire(workerId: string, keyId: number | null, keyAsk: LeaseAsk, accountId: number, accountAsk: LeaseAsk): Promise<LeaseGrant | LeaseShortfall> {
+    const owner = this.owner(workerId);
+    const name = owner.name;
+    const sentAt = Date.now();
+    const { rows } = await this.pool.query<{ result: LeaseGrant | LeaseShortfall }>(
+      'SELECT tollgate_acquire($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) AS result',
+      [name, this.node, this.ttlMs, keyId, keyAsk.need, keyAsk.extra, keyAsk.share, accountId, accountAsk.need, accountAsk.extra, accountAsk.share]);
+    const result = rows[0].result;
+    if ('shortfall' in result) return result;
+    if (owner.name !== name) {
+      // the owner lapsed while this was on its way: what it granted stays with the old name and expires
+      return { key: result.key ? { amount: 0, epoch: result.key.epoch } : null, account: { amount: 0, epoch: result.account.epoch } };
+    }
+    owner.renewedAt = Math.max(owner.renewedAt ?? 0, sentAt);
+    return result;
+  }
+
+  async commit(workerId: string, charges: Charge[], usageGroups: UsageGroup[]): Promise<void> {
+    const compact = charges.map((charge) => ({ k: charge.keyId, ke: charge.keyEpoch, a: charge.accountId, ae: charge.accountEpoch, q: charge.quota }));
+    await this.pool.query('SELECT tollgate_commit($1, $2, $3)', [this.owner(workerId).name, JSON.stringify(compact), joinRows(usageGroups)]);
+  }
+
+  async giveBack(workerId: string, kind: 'k' | 'a', id: number, epoch: number, amount: number): Promise<void> {
+    await this.pool.query('SELECT tollgate_give_back($1, $2, $3, $4, $5)', [this.owner(workerId).name, kind, id, epoch, amount]);
+  }
+
+  /** With a worker id: every lease of that worker (it is gone). Without: every lease past its expiry, of any node. */
+  async reap(workerId?: string): Promise<number> {
+    if (workerId === undefined) {
+      const { rows } = await this.pool.query<{ reaped: number }>('SELECT tollgate_reap(NULL) AS reaped');
+      return rows[0].reaped;
+    }
+    let reaped = 0;
+    // the worker's rows under each name it used
+    const { rows } = await this.pool.query<{ owner: string }>(`SELECT DISTINCT owner FROM leases WHERE owner = $1 OR owner LIKE $2`,
+      [workerId, `${workerId.replace(/[\\%_]/g, '\\$&')}~%`]);
+    for (const { owner } of rows) {
+      const result = await this.pool.query<{ reaped: number }>('SELECT tollgate_reap($1) AS reaped', [owner]);
+      reaped += result.rows[0].reaped;
+    }
+    return reaped;
+  }
+
+  async refundCharge(accountId: number, keyId: number, quota: number, record?: Omit<UsageRecord, 'id'>): Promise<void> {
+    await this.pool.query('SELECT tollgate_refund($1, $2, $3, $4)', [accountId, keyId, quota, record ? JSON.stringify(toUsageRow(record)) : null]);
+  }
+
+  close(): void {
+    clearInterval(this.heartbeat);
+  }
+}
