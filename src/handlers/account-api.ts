@@ -9,9 +9,9 @@ import type { RouteHandler } from '../routes';
 
 const JSON_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store' };
 
-export const self: RouteHandler = (exchange, _params, context) => {
-  const { accountId, scope } = authenticateAccount(exchange, context.store, 'read');
-  const account = context.store.accounts.get(accountId)!;
+export const self: RouteHandler = async (exchange, _params, context) => {
+  const { accountId, scope } = await authenticateAccount(exchange, context.store, 'read');
+  const account = (await context.store.accounts.get(accountId))!;
   exchange.respond(200, JSON_HEADERS, JSON.stringify({
     success: true, message: '', data: {
       id: account.id, name: account.name, group: account.group, balance: account.balance,
@@ -26,8 +26,8 @@ export const self: RouteHandler = (exchange, _params, context) => {
  * Every configured model that some group's channels serve, with its prices (USD per 1M tokens or per
  * call, before the group ratio), flags, and the groups a key must be in to call it.
  */
-export const models: RouteHandler = (exchange, _params, context) => {
-  authenticateAccount(exchange, context.store, 'read');
+export const models: RouteHandler = async (exchange, _params, context) => {
+  await authenticateAccount(exchange, context.store, 'read');
   const groups = Object.keys(context.config.groups);
   const items = [];
   for (const model of context.config.models) {

@@ -151,6 +151,11 @@ export interface UsagePage { items: UsageRecord[]; total: number; truncated: boo
 
 export interface UsageStore {
   list(accountId: number, filter: UsageFilter, page: number, pageSize: number): Awaitable<UsagePage>;
+  /**
+   * Every record of the account that passes the filter, newest first, handed to `visit`; at most
+   * MAX_SCAN (200,000) records are examined (`truncated` says when the scan stopped there).
+   */
+  scan(accountId: number, filter: UsageFilter, visit: (record: UsageRecord) => void): Awaitable<{ truncated: boolean }>;
   /** Sum of quota of every record of a key (tests and reconciliation). */
   sumForKey(accountId: number, keyId: number): Awaitable<{ quota: number; count: number }>;
 }

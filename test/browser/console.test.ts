@@ -110,7 +110,7 @@ describe('web console in Chromium', () => {
     assert.equal(await page.locator('#revealed-key').count(), 0, 'the full key leaves the page with its dialog');
     assert.equal(await page.getByText(revealed).count(), 0);
 
-    const before = moneySnapshot(gateway.gateway.context.store);
+    const before = await moneySnapshot(gateway.gateway.context.store);
     const chat = await call(gateway.url, 'POST', '/v1/chat/completions', {
       token: `Bearer ${revealed}`, body: { model: 'sim-gpt-mini', messages: [{ role: 'user', content: 'hello from the console test' }] },
     });
@@ -120,7 +120,7 @@ describe('web console in Chromium', () => {
     assert.equal(log.total, 1);
     const record = log.items[0];
     assert.ok(record.quota > 0);
-    assertMoneyInvariants(gateway.gateway.context.store, before, 'one console-made key call');
+    await assertMoneyInvariants(gateway.gateway.context.store, before, 'one console-made key call');
 
     // usage: the call with its quota, and the totals for the range
     await page.getByRole('link', { name: 'Usage' }).click();
@@ -157,7 +157,7 @@ describe('web console in Chromium', () => {
     assert.equal(await page.locator('input[type="checkbox"]').count(), 0, 'no selection boxes');
     await page.getByRole('link', { name: 'Balance' }).click();
     await page.getByTestId('balance-quota').waitFor();
-    const account = gateway.gateway.context.store.accounts.get(accountId)!;
+    const account = (await gateway.gateway.context.store.accounts.get(accountId))!;
     assert.equal(await page.getByTestId('balance-quota').innerText(), `${en(account.balance)} quota`);
   });
 

@@ -70,7 +70,7 @@ for (const front of FRONTS) {
     });
 
     test('GET /api/log/summary: totals and spend per day and model equal the records, in the caller\'s time zone', async () => {
-      const before0 = moneySnapshot(gateway.gateway.context.store);
+      const before0 = await moneySnapshot(gateway.gateway.context.store);
       const created = await call(gateway.url, 'POST', '/api/token/', { token: write.token, body: { name: 'sum', remain_quota: 1_000_000 } });
       const key = (await call(gateway.url, 'POST', `/api/token/${created.json.data.id}/key`, { token: write.token })).json.data.key;
       for (const [model, content] of [['sim-gpt-mini', 'one'], ['sim-gpt-mini', 'two two'], ['sim-claude', 'three']]) {
@@ -78,7 +78,7 @@ for (const front of FRONTS) {
         assert.equal(chat.status, 200, chat.text);
       }
       await gateway.gateway.context.ledger.flush();
-      assertMoneyInvariants(gateway.gateway.context.store, before0, 'three calls');
+      await assertMoneyInvariants(gateway.gateway.context.store, before0, 'three calls');
       const records = (await call(gateway.url, 'GET', '/api/log/?page_size=100', { token: read })).json.data.items as any[];
       assert.equal(records.length, 3);
       const sum = (list: any[], field: string) => list.reduce((total, record) => total + record[field], 0);
