@@ -142,7 +142,7 @@ export function useClientsSetup(extra?: Parameters<typeof clientsConfig>[1]): Cl
   beforeEach(async () => {
     fixture.setup.mock.reset();
     await fixture.setup.gateway.gateway.context.ledger.flush();
-    snapshot = moneySnapshot(store());
+    snapshot = await moneySnapshot(store());
     checked = false;
   });
   // a case that forgot its money check still gets one
