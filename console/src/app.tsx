@@ -94,7 +94,6 @@ export function App() {
             {session.kind === 'admin' ? 'Operator' : session.name}
             {session.scope === 'read' ? <span class="badge" data-testid="read-only-badge">read-only</span> : null}
           </span>
-          <ThemeSwitch />
           <button type="button" onClick={signOut}>Sign out</button>
         </div>
       </header>
@@ -104,6 +103,7 @@ export function App() {
           {page.render(session)}
         </> : <p>No pages for this token.</p>}
       </main>
+      <footer class="bottom"><ThemeSwitch /></footer>
     </div>
   );
 }

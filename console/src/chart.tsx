@@ -8,6 +8,9 @@ export interface ChartSeries { label: string; values: number[] }
 
 export const PALETTE = ['#1f6feb', '#d9480f', '#2f9e44', '#ae3ec9', '#e8590c', '#0c8599', '#c2255c', '#5c940d', '#845ef7', '#f08c00'];
 
+/** tick spacing of the day axis: whole days only */
+const DAY_INCREMENTS = [1, 2, 7, 14, 30, 91, 365].map((days) => days * 86_400);
+
 function cssVar(name: string, fallback: string): string {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
 }
@@ -22,9 +25,10 @@ export function DayChart({ days, series, label, format }: { days: number[]; seri
     const axis = { stroke: text, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } };
     const options: uPlot.Options = {
       width: width(), height: 260,
-      scales: { x: { time: true }, y: { range: (_plot, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+      // half a day of room each side, so the first and last bars are drawn whole
+      scales: { x: { time: true, range: (_plot, min, max) => [min - 43_200, max + 43_200] }, y: { range: (_plot, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
       axes: [
-        { ...axis, values: (_plot, ticks) => ticks.map((tick) => dayText(tick, true)) },
+        { ...axis, incrs: DAY_INCREMENTS, values: (_plot, ticks) => ticks.map((tick) => dayText(tick, true)) },
         { ...axis, size: 70, values: (_plot, ticks) => ticks.map(format) },
       ],
       series: [
@@ -34,8 +38,9 @@ export function DayChart({ days, series, label, format }: { days: number[]; seri
           stroke: PALETTE[index % PALETTE.length],
           fill: index === 0 ? `${PALETTE[0]}55` : undefined,
           width: index === 0 ? 1 : 2,
-          paths: index === 0 ? uPlot.paths.bars!({ size: [0.6, 48] }) : undefined,
-          points: { show: index > 0 },
+          // the total as bars, each model as a point per day (lines between days would suggest spend in between)
+          paths: index === 0 ? uPlot.paths.bars!({ size: [0.6, 48] }) : () => null,
+          points: { show: index > 0, size: 8, fill: PALETTE[index % PALETTE.length] },
           value: (_plot: uPlot, value: number | null) => value === null ? '' : format(value),
         })),
       ],

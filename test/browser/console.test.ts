@@ -3,16 +3,15 @@
 // says. No Content-Security-Policy violation and no script error may happen on any page.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { launchChromium } from '../../scripts/chromium';
 import { EMBEDDED_CONFIG } from '../../src/config';
 import { addAccount, call, startTestGateway, type TestGateway } from '../helpers/gateway';
 import { assertMoneyInvariants, moneySnapshot } from '../helpers/money';
+import { openTab, signIn as signInAs, type Tab } from '../helpers/console-browser';
 
 const REVEAL_LIMIT = 4;
 const en = (value: number) => value.toLocaleString('en-US');
-
-interface Tab { context: BrowserContext; page: Page; problems: string[] }
 
 describe('web console in Chromium', () => {
   let gateway: TestGateway;
@@ -38,36 +37,18 @@ describe('web console in Chromium', () => {
     for (const tab of tabs) assert.deepEqual(tab.problems, [], 'no CSP violation or script error on any page');
   });
 
-  /** A new tab (own sessionStorage) that records CSP violations, script errors and failed loads. */
-  async function openTab(): Promise<Tab> {
-    const context = await browser.newContext({ locale: 'en-US', timezoneId: 'Asia/Kolkata', viewport: { width: 1280, height: 900 } });
-    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: gateway.url });
-    const page = await context.newPage();
-    page.setDefaultTimeout(20_000);
-    const tab: Tab = { context, page, problems: [] };
-    // API refusals (401, 404 …) are part of the flows; a console file that fails to load is not
-    page.on('console', (message) => {
-      if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) tab.problems.push(`console: ${message.text()}`);
-    });
-    page.on('response', (response) => {
-      if (new URL(response.url()).pathname.startsWith('/console/') && response.status() >= 400) tab.problems.push(`${response.status()} ${response.url()}`);
-    });
-    page.on('pageerror', (error) => tab.problems.push(`page error: ${error.message}`));
+  async function newTab(): Promise<Tab> {
+    const tab = await openTab(browser, gateway.url);
     tabs.push(tab);
     return tab;
   }
 
-  async function signIn(page: Page, token: string): Promise<void> {
-    await page.goto(`${gateway.url}/console/`);
-    await page.getByLabel('Access token or admin token').fill(token);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Keys', level: 1 }).waitFor();
-  }
+  const signIn = (page: Page, token: string) => signInAs(page, gateway.url, token);
 
   const keysApi = async () => (await call(gateway.url, 'GET', '/api/token/?p=0', { token: writeToken })).json.data;
 
   test('sign in, create a capped key, reveal it, call with it, see the call billed, disable it', async () => {
-    const { page } = await openTab();
+    const { page } = await newTab();
     await page.goto(`${gateway.url}/console/`);
     await page.getByLabel('Access token or admin token').fill('not-a-token');
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -147,7 +128,7 @@ describe('web console in Chromium', () => {
   });
 
   test('a read-only token gets the lists without a single write control', async () => {
-    const { page } = await openTab();
+    const { page } = await newTab();
     await signIn(page, readToken);
     await page.getByTestId('read-only-badge').waitFor();
     await page.locator('table.keys tbody tr').first().waitFor();
@@ -166,7 +147,7 @@ describe('web console in Chromium', () => {
       const answer = await call(gateway.url, 'POST', '/api/token/', { token: writeToken, body: { name, remain_quota: 500_000 } });
       assert.equal(answer.json.success, true, answer.text);
     }
-    const { page } = await openTab();
+    const { page } = await newTab();
     await signIn(page, writeToken);
     const items = (await keysApi()).items as Array<{ id: number; name: string; status: number }>;
     const bulk = items.filter((key) => key.name.startsWith('bulk-'));
@@ -205,7 +186,7 @@ describe('web console in Chromium', () => {
   });
 
   test('the reveal dialog says so when the reveal rate limit is hit', async () => {
-    const { page } = await openTab();
+    const { page } = await newTab();
     await signIn(page, writeToken);
     const key = (await keysApi()).items[0];
     const row = page.locator(`tr[data-key-id="${key.id}"]`);

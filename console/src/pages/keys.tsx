@@ -95,7 +95,7 @@ export function KeysPage({ session }: { session: Session }) {
       <ErrorText error={self.error} />
       <Loading active={list.loading} label="Loading keys…" />
       {list.data && items.length === 0 ? <p class="empty">{keyword ? `No key name contains “${keyword}”.` : 'No keys yet.'}</p> : null}
-      {items.length > 0 ? (
+      {items.length > 0 ? (<div class="table-scroll">
         <table class="data keys">
           <caption class="visually-hidden">API keys, page {page + 1}</caption>
           <thead>
@@ -120,18 +120,18 @@ export function KeysPage({ session }: { session: Session }) {
                 <td data-label="Expires">{expiryText(key.expired_time)}</td>
                 <td data-label="Group · billing">{key.group} · {BILLING_TYPES[key.billing_type] ?? key.billing_type}</td>
                 <td data-label="Models">{key.models === '' ? <span class="muted">all</span> : key.models.split(',').join(', ')}</td>
-                {writable ? <td data-label="Actions" class="row-actions">
+                {writable ? <td data-label="Actions" class="actions-cell"><div class="row-actions">
                   <button type="button" onClick={() => setDialog({ kind: 'reveal', key })}>Reveal</button>
                   <button type="button" onClick={() => setDialog({ kind: 'edit', key })}>Edit</button>
                   <button type="button" disabled={busyRows.has(key.id)} onClick={() => toggleOne(key)}>{key.status === 1 ? 'Disable' : 'Enable'}</button>
                   <button type="button" class="danger" onClick={() => setDialog({ kind: 'delete', key })}>Delete</button>
                   {rowErrors[key.id] ? <p class="error" role="alert">{rowErrors[key.id]}</p> : null}
-                </td> : null}
+                </div></td> : null}
               </tr>
             ))}
           </tbody>
         </table>
-      ) : null}
+      </div>) : null}
       {list.data ? <Pager page={page} pageSize={PAGE_SIZE} total={list.data.total} onPage={(next) => { setPage(next); setSelected(new Set()); }} label="Keys" /> : null}
 
       {dialog?.kind === 'create' || dialog?.kind === 'edit' ? (

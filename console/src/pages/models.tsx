@@ -14,7 +14,7 @@ export function ModelsPage() {
       <ErrorText error={models.error} />
       <Loading active={models.loading} label="Loading models…" />
       {models.data ? (
-        <table class="data models">
+        <div class="table-scroll"><table class="data models">
           <caption class="visually-hidden">Models and prices</caption>
           <thead>
             <tr>
@@ -46,7 +46,7 @@ export function ModelsPage() {
               </tr>
             ))}
           </tbody>
-        </table>
+        </table></div>
       ) : null}
     </section>
   );

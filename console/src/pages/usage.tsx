@@ -188,7 +188,7 @@ export function UsagePage() {
       <Loading active={log.loading} label="Loading records…" />
       {log.data && log.data.items.length === 0 ? <p class="empty">No usage in this range.</p> : null}
       {log.data && log.data.items.length > 0 ? (
-        <table class="data usage">
+        <div class="table-scroll"><table class="data usage">
           <thead>
             <tr>
               <th scope="col">Time</th><th scope="col">Key</th><th scope="col">Model</th><th scope="col">Tokens in / out</th>
@@ -208,7 +208,7 @@ export function UsagePage() {
               </tr>
             ))}
           </tbody>
-        </table>
+        </table></div>
       ) : null}
       {log.data ? <Pager page={page} pageSize={PAGE_SIZE} total={log.data.total} onPage={setPage} label="Usage records" /> : null}
     </section>
