@@ -1,22 +1,62 @@
 // The benchmark's upstream: the real mock's chat answers (scripts/mock-upstream, the wire format the
-// tests use), recorded once at start and then served from memory by uWS. The node:http mock costs
-// ~20 µs of CPU a call; sharing a core with the load generator it could not keep up with a
-// pass-through that costs less than that, and the baseline's req/s was the rig's limit, not its
-// own. Served from memory, the mock and the load generator leave the baseline room to saturate its
-// core, so throughput ratios compare two CPU-bound targets.
+// tests use), recorded once at start and then served from memory by uWS, so the mock and the load
+// generator, sharing one core, leave the gateway under test room to saturate its own.
 //
 // It answers POST …/chat/completions only: a stream (with its usage chunk) when the request body
-// holds `"stream":true`, the JSON answer otherwise. Everything else is a 404.
+// holds `"stream":true`, the JSON answer otherwise. Everything else is a 404. A stream goes out in
+// the shape the request names in its body (`"bench_stream":"SHAPE/CONTENT_CHUNKS/GAP_MS"`, see
+// shapeMember), as models send them: every SSE event its own HTTP chunk.
+//   single     the whole stream as one HTTP chunk (the benchmark's first stream scenario)
+//   burst      every event its own HTTP chunk, all of them in one TCP write
+//   per-turn   one event per event-loop turn of the mock
+//   live       one event every GAP_MS milliseconds (a model producing tokens)
+// Without the member a stream is `single` with the recorded default count.
 //
-// CLI: node dist/bench/fast-mock.js --port N [--chunks N] [--exit-with-stdin]   → prints {"url":"http://127.0.0.1:PORT"}
+// CLI: node dist/bench/fast-mock.js --port N [--chunks N] [--event-counts N,N] [--exit-with-stdin]   → prints {"url":"http://127.0.0.1:PORT"}
 import { request } from 'undici';
 import { startMockUpstream } from '../scripts/mock-upstream';
-import { loadUws } from '../src/http/uws-server';
+import { loadUws, type UwsResponse } from '../src/http/uws-server';
 
 export interface RecordedAnswer { contentType: string; bytes: Buffer }
-export interface FastMock { url: string; answers: { plain: RecordedAnswer; stream: RecordedAnswer }; close(): void }
+export interface RecordedStream extends RecordedAnswer {
+  /** the stream cut at its event boundaries: each event's bytes, blank line included */
+  events: Buffer[];
+}
+export interface FastMock {
+  url: string;
+  /** `stream`: the recording with the default count of content chunks; `streams`: every recorded count */
+  answers: { plain: RecordedAnswer; stream: RecordedStream; streams: Map<number, RecordedStream> };
+  close(): void;
+}
+
+export const STREAM_SHAPES = ['single', 'burst', 'per-turn', 'live'] as const;
+export type StreamShape = typeof STREAM_SHAPES[number];
+export interface ShapeRequest { shape: StreamShape; contentChunks: number; gapMs: number }
 
 const STREAM_MARK = Buffer.from('"stream":true');
+const SHAPE_MEMBER = /"bench_stream":"(single|burst|per-turn|live)\/(\d{1,5})\/(\d{1,5})"/;
+const EMPTY = Buffer.alloc(0);
+
+/** The request body member that asks the mock for a shape (any gateway passes it on untouched). */
+export function shapeMember(shape: ShapeRequest): { bench_stream: string } {
+  return { bench_stream: `${shape.shape}/${shape.contentChunks}/${shape.gapMs}` };
+}
+
+/** Events of a recorded stream: role chunk, content chunks, finish chunk, usage chunk, [DONE]. */
+export function eventsPerStream(contentChunks: number): number {
+  return contentChunks + 4;
+}
+
+export function splitEvents(bytes: Buffer): Buffer[] {
+  const events: Buffer[] = [];
+  let start = 0;
+  for (let end = bytes.indexOf('\n\n', start); end !== -1; end = bytes.indexOf('\n\n', start)) {
+    events.push(bytes.subarray(start, end + 2));
+    start = end + 2;
+  }
+  if (start < bytes.length) events.push(bytes.subarray(start));
+  return events;
+}
 
 /** One answer of the real mock, as bytes. */
 async function record(url: string, model: string, stream: boolean): Promise<RecordedAnswer> {
@@ -31,15 +71,62 @@ async function record(url: string, model: string, stream: boolean): Promise<Reco
   return { contentType, bytes };
 }
 
-export async function startFastMock(options: { host?: string; port?: number; chunks?: number; model?: string }): Promise<FastMock> {
-  const real = await startMockUpstream({ chunks: options.chunks ?? 20, record: false });
-  let answers: FastMock['answers'];
+async function recordStream(model: string, contentChunks: number): Promise<RecordedStream> {
+  const real = await startMockUpstream({ chunks: contentChunks, record: false });
   try {
-    const model = options.model ?? 'bench-model';
-    answers = { plain: await record(real.url, model, false), stream: await record(real.url, model, true) };
+    const answer = await record(real.url, model, true);
+    return { ...answer, events: splitEvents(answer.bytes) };
   } finally {
     await real.close();
   }
+}
+
+/** Writes the recorded stream's events to a response in the asked shape; stops when the client leaves. */
+function sendShaped(response: UwsResponse, stream: RecordedStream, shape: ShapeRequest, isAborted: () => boolean): void {
+  const { events } = stream;
+  const head = () => response.writeStatus('200 OK').writeHeader('content-type', stream.contentType);
+  if (shape.shape === 'single') {
+    // chunked (no content-length), as the real mock sends it
+    response.cork(() => { head(); response.write(stream.bytes); response.end(EMPTY); });
+    return;
+  }
+  if (shape.shape === 'burst') {
+    response.cork(() => {
+      head();
+      for (const event of events) response.write(event);
+      response.end(EMPTY);
+    });
+    return;
+  }
+  let next = 0;
+  const step = () => {
+    if (isAborted()) return;
+    response.cork(() => {
+      if (next === 0) head();
+      response.write(events[next]);
+      next += 1;
+      if (next === events.length) response.end(EMPTY);
+    });
+    if (next < events.length) {
+      if (shape.shape === 'per-turn') setImmediate(step); else setTimeout(step, shape.gapMs);
+    }
+  };
+  step();
+}
+
+export async function startFastMock(options: { host?: string; port?: number; chunks?: number; eventCounts?: number[]; model?: string }): Promise<FastMock> {
+  const model = options.model ?? 'bench-model';
+  const defaultChunks = options.chunks ?? 20;
+  const streams = new Map<number, RecordedStream>();
+  for (const count of new Set([defaultChunks, ...(options.eventCounts ?? [])])) streams.set(count, await recordStream(model, count));
+  const real = await startMockUpstream({ chunks: defaultChunks, record: false });
+  let plain: RecordedAnswer;
+  try {
+    plain = await record(real.url, model, false);
+  } finally {
+    await real.close();
+  }
+  const answers: FastMock['answers'] = { plain, stream: streams.get(defaultChunks)!, streams };
   const uws = loadUws(16 * 1024);
   const host = options.host ?? '127.0.0.1';
   const app = uws.App().any('/*', (response, request) => {
@@ -52,12 +139,19 @@ export async function startFastMock(options: { host?: string; port?: number; chu
       parts.push(Buffer.from(new Uint8Array(chunk)));   // a copy: uWS neuters the chunk on return
       if (!isLast || aborted) return;
       const body = parts.length === 1 ? parts[0] : Buffer.concat(parts);
-      const answer = body.includes(STREAM_MARK) ? answers.stream : answers.plain;
-      response.cork(() => {
-        response.writeStatus('200 OK').writeHeader('content-type', answer.contentType);
-        // a stream goes chunked (no content-length), as the real mock sends it
-        if (answer === answers.stream) { response.write(answer.bytes); response.end(); } else response.end(answer.bytes);
-      });
+      if (!body.includes(STREAM_MARK)) {
+        response.cork(() => { response.writeStatus('200 OK').writeHeader('content-type', plain.contentType).end(plain.bytes); });
+        return;
+      }
+      const asked = SHAPE_MEMBER.exec(body.toString('latin1'));
+      const shape: ShapeRequest = asked ? { shape: asked[1] as StreamShape, contentChunks: Number(asked[2]), gapMs: Number(asked[3]) }
+        : { shape: 'single', contentChunks: defaultChunks, gapMs: 0 };
+      const stream = streams.get(shape.contentChunks);
+      if (!stream) {
+        response.cork(() => { response.writeStatus('400 Bad Request').end(`no stream of ${shape.contentChunks} content chunks was recorded (--event-counts)`); });
+        return;
+      }
+      sendShaped(response, stream, shape, () => aborted);
     });
   });
   return new Promise((resolve, reject) => {
@@ -68,20 +162,27 @@ export async function startFastMock(options: { host?: string; port?: number; chu
   });
 }
 
-function parseArguments(argv: string[]): { port: number; chunks: number; exitWithStdin: boolean } {
+function count(name: string, text: string | undefined): number {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1 || value > 10_000) throw new Error(`${name} needs integers 1–10000`);
+  return value;
+}
+
+function parseArguments(argv: string[]): { port: number; chunks: number; eventCounts: number[]; exitWithStdin: boolean } {
   let port = 0;
   let chunks = 20;
+  let eventCounts: number[] = [];
   let exitWithStdin = false;
   for (let index = 0; index < argv.length; index += 1) {
     const argument = argv[index];
     if (argument === '--port') port = Number(argv[++index]);
-    else if (argument === '--chunks') chunks = Number(argv[++index]);
+    else if (argument === '--chunks') chunks = count('--chunks', argv[++index]);
+    else if (argument === '--event-counts') eventCounts = (argv[++index] ?? '').split(',').filter(Boolean).map((text) => count('--event-counts', text));
     else if (argument === '--exit-with-stdin') exitWithStdin = true;
     else throw new Error(`unknown argument ${argument}`);
   }
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error('--port needs an integer 0–65535');
-  if (!Number.isInteger(chunks) || chunks < 1 || chunks > 10_000) throw new Error('--chunks needs an integer 1–10000');
-  return { port, chunks, exitWithStdin };
+  return { port, chunks, eventCounts, exitWithStdin };
 }
 
 async function main(): Promise<void> {

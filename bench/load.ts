@@ -5,7 +5,9 @@
 import autocannon from 'autocannon';
 import { connect, type Socket } from 'node:net';
 import { Client } from 'undici';
+import { eventsPerStream, shapeMember, type ShapeRequest } from './fast-mock';
 import { cpuSeconds } from './processes';
+import { StreamClients } from './streams';
 
 export interface Endpoint {
   /** full URL of the chat completions endpoint */
@@ -13,20 +15,60 @@ export interface Endpoint {
   headers: Record<string, string>;
 }
 
-export type ScenarioId = 'chat-1' | 'stream-1' | 'chat-50' | 'stream-50';
+export type ScenarioId = 'chat-1' | 'stream-1' | 'chat-50' | 'stream-50' | 'burst-50' | 'per-turn-50' | 'live';
 
-export interface Scenario { id: ScenarioId; label: string; stream: boolean; connections: number }
+export interface Scenario {
+  id: ScenarioId;
+  label: string;
+  stream: boolean;
+  connections: number;
+  /** how the mock sends the stream (absent: one HTTP chunk, the mock's default) */
+  shape?: ShapeRequest;
+  /** SSE events per call, for CPU per event (streams only) */
+  events?: number;
+  /** long calls: measured with StreamClients over a window of steady state, for this many seconds */
+  windowSeconds?: number;
+}
 
-export function scenarios(throughputConnections: number): Scenario[] {
+export interface ScenarioOptions {
+  /** connections of the short throughput scenarios */
+  connections: number;
+  /** content chunks of the short streams */
+  chunks: number;
+  /** the live shape: concurrent streams, content chunks per stream, milliseconds between events */
+  live: { connections: number; chunks: number; gapMs: number; seconds: number };
+}
+
+export function scenarios(options: ScenarioOptions): Scenario[] {
+  const { connections, chunks, live } = options;
+  const events = eventsPerStream(chunks);
   return [
     { id: 'chat-1', label: 'non-stream, 1 connection', stream: false, connections: 1 },
-    { id: 'stream-1', label: 'stream, 1 connection', stream: true, connections: 1 },
-    { id: 'chat-50', label: `non-stream, ${throughputConnections} connections`, stream: false, connections: throughputConnections },
-    { id: 'stream-50', label: `stream, ${throughputConnections} connections`, stream: true, connections: throughputConnections },
+    { id: 'stream-1', label: 'stream, 1 connection', stream: true, connections: 1, events },
+    { id: 'chat-50', label: `non-stream, ${connections} connections`, stream: false, connections },
+    { id: 'stream-50', label: `stream in one HTTP chunk, ${connections} connections`, stream: true, connections, events },
+    {
+      id: 'burst-50', label: `stream burst (${events} events, each its own HTTP chunk, in one TCP write), ${connections} connections`,
+      stream: true, connections, events, shape: { shape: 'burst', contentChunks: chunks, gapMs: 0 },
+    },
+    {
+      id: 'per-turn-50', label: `stream per-turn (${events} events, one per upstream event-loop turn), ${connections} connections`,
+      stream: true, connections, events, shape: { shape: 'per-turn', contentChunks: chunks, gapMs: 0 },
+    },
+    {
+      id: 'live', label: `stream live (${eventsPerStream(live.chunks)} events ${live.gapMs} ms apart), ${live.connections} connections`,
+      stream: true, connections: live.connections, events: eventsPerStream(live.chunks),
+      shape: { shape: 'live', contentChunks: live.chunks, gapMs: live.gapMs }, windowSeconds: live.seconds,
+    },
   ];
 }
 
-export function chatBody(model: string, stream: boolean): string {
+/** Scenarios that load the gateway with many connections (measured in alternated rounds and checked). */
+export function isThroughput(scenario: Scenario): boolean {
+  return scenario.connections > 1;
+}
+
+export function chatBody(model: string, stream: boolean, shape?: ShapeRequest): string {
   return JSON.stringify({
     model,
     messages: [
@@ -34,6 +76,7 @@ export function chatBody(model: string, stream: boolean): string {
       { role: 'user', content: 'Say hello in one short sentence.' },
     ],
     ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+    ...(stream && shape ? shapeMember(shape) : {}),
   });
 }
 
@@ -65,7 +108,7 @@ export class Samples {
 export interface LoadResult {
   connections: number;
   durationSeconds: number;
-  /** 2xx responses */
+  /** 2xx responses (long streams: calls' worth of answer bytes read in the window) */
   ok: number;
   requestsPerSecond: number;
   latencyMs: Percentiles;
@@ -75,6 +118,10 @@ export interface LoadResult {
   bytesPerSecond: number;
   /** CPU used by the target's processes during the measured run, % of one core (null: not known) */
   serverCpuPercent: number | null;
+  /** CPU time of the target's processes (all their threads) during the measured run, seconds (null: not known) */
+  serverCpuSeconds?: number | null;
+  /** failed calls by reason (long streams only; autocannon reports counts) */
+  failures?: Record<string, number>;
   /** CPU used by the load generator (this process) during the measured run, % of one core */
   clientCpuPercent: number;
 }
@@ -104,7 +151,7 @@ export async function runLoad(endpoint: Endpoint, body: string, connections: num
   });
   const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
   const client = process.cpuUsage(clientBefore);
-  const serverCpuPercent = serverPids ? ((cpuSeconds(pids) - serverBefore) / elapsed) * 100 : null;
+  const serverCpuSeconds = serverPids ? cpuSeconds(pids) - serverBefore : null;
   const ok = result['2xx'];
   return {
     connections, durationSeconds: result.duration, ok,
@@ -112,8 +159,65 @@ export async function runLoad(endpoint: Endpoint, body: string, connections: num
     latencyMs: latencies.percentiles(),
     non2xx: result.non2xx, errors: result.errors, timeouts: result.timeouts,
     bytesPerSecond: result.throughput.average,
-    serverCpuPercent, clientCpuPercent: ((client.user + client.system) / 1e6 / elapsed) * 100,
+    serverCpuPercent: serverCpuSeconds === null ? null : (serverCpuSeconds / elapsed) * 100, serverCpuSeconds,
+    clientCpuPercent: ((client.user + client.system) / 1e6 / elapsed) * 100,
   };
+}
+
+/** the most a long-stream scenario waits for every connection to finish its first call */
+const LONG_WARMUP_LIMIT_MS = 30_000;
+
+/**
+ * Long streams on `connections` keep-alive connections: warm-up until every connection has had
+ * time for a call, then CPU and completed calls counted over a window of `windowSeconds` in steady
+ * state. Failed calls of the whole run (warm-up included) are reported as errors.
+ */
+export async function runLongStreams(endpoint: Endpoint, body: string, connections: number, windowSeconds: number, warmupSeconds: number,
+  serverPids?: () => number[]): Promise<LoadResult> {
+  const clients = new StreamClients(endpoint, body, connections);
+  try {
+    await clients.start();
+    // steady state: every connection has finished a call (bounded), and at least the warm-up passed
+    const warmupEnds = Date.now() + warmupSeconds * 1000;
+    await clients.until((counts) => counts.completed + counts.failed >= connections, LONG_WARMUP_LIMIT_MS);
+    if (Date.now() < warmupEnds) await new Promise((resolve) => setTimeout(resolve, warmupEnds - Date.now()));
+    clients.takeLatencies();
+    const pids = serverPids?.() ?? [];
+    const before = clients.counts();
+    const serverBefore = cpuSeconds(pids);
+    const clientBefore = process.cpuUsage();
+    const started = process.hrtime.bigint();
+    await new Promise((resolve) => setTimeout(resolve, windowSeconds * 1000));
+    const after = clients.counts();
+    const serverCpuSeconds = serverPids ? cpuSeconds(pids) - serverBefore : null;
+    const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
+    const client = process.cpuUsage(clientBefore);
+    // Calls in the window counted by their bytes: streams that started together end together, so
+    // completions come in waves a short window may miss; bytes flow evenly (every call of one
+    // target answers the same bytes, measured on the calls completed so far).
+    const bytesPerCall = after.completed > 0 ? after.completedBytes / after.completed : 0;
+    const ok = bytesPerCall > 0 ? (after.receivedBytes - before.receivedBytes) / bytesPerCall : 0;
+    return {
+      connections, durationSeconds: elapsed, ok, requestsPerSecond: ok / elapsed, latencyMs: clients.takeLatencies().percentiles(),
+      non2xx: Object.entries(after.failures).reduce((sum, [reason, count]) => sum + (reason.startsWith('status ') ? count : 0), 0),
+      errors: after.failed, timeouts: 0, bytesPerSecond: 0,
+      serverCpuPercent: serverCpuSeconds === null ? null : (serverCpuSeconds / elapsed) * 100, serverCpuSeconds,
+      clientCpuPercent: ((client.user + client.system) / 1e6 / elapsed) * 100,
+      ...(after.failed > 0 ? { failures: after.failures } : {}),
+    };
+  } finally {
+    clients.stop();
+  }
+}
+
+/** One scenario against one target: autocannon for short calls, StreamClients for long streams. */
+export function runScenario(endpoint: Endpoint, model: string, scenario: Scenario, seconds: number, warmupSeconds: number,
+  serverPids?: () => number[]): Promise<LoadResult> {
+  const body = chatBody(model, scenario.stream, scenario.shape);
+  if (scenario.windowSeconds !== undefined) {
+    return runLongStreams(endpoint, body, scenario.connections, scenario.windowSeconds, warmupSeconds, serverPids);
+  }
+  return runLoad(endpoint, body, scenario.connections, seconds, warmupSeconds, serverPids);
 }
 
 export interface FirstByteResult extends Percentiles {

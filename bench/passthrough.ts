@@ -10,6 +10,7 @@
 import { Pool } from 'undici';
 import { loadUws, statusLine, type UwsResponse } from '../src/http/uws-server';
 import { CallAbort } from '../src/upstream/call-abort';
+import { MAX_CONNECTIONS_PER_ORIGIN } from '../src/upstream/pools';
 import { requestUpstream, type BodySource } from '../src/upstream/upstream-call';
 
 const EMPTY = Buffer.alloc(0);
@@ -21,7 +22,9 @@ export interface Passthrough { url: string; close(): Promise<void> }
 export function startPassthrough(options: PassthroughOptions): Promise<Passthrough> {
   const uws = loadUws(16 * 1024);
   const upstream = new URL(options.upstream);
-  const pool = new Pool(upstream.origin, { connections: 256, pipelining: 1, keepAliveTimeout: 30_000 });
+  // idle upstream connections closed before uWS (the mock) closes them at 10 s idle: the pass-through has
+  // no retry, so a request sent on a connection the server is closing would be a failed call
+  const pool = new Pool(upstream.origin, { connections: MAX_CONNECTIONS_PER_ORIGIN, pipelining: 1, keepAliveTimeout: 4_000 });
   const basePath = upstream.pathname.replace(/\/$/, '');
   const host = options.host ?? '127.0.0.1';
 

@@ -85,10 +85,10 @@ export class ChildProcesses {
    * (which returns the value to keep), or rejects when the child exits or the timeout passes.
    */
   start<T>(name: string, cpus: string, script: string, args: string[], env: NodeJS.ProcessEnv,
-    accept: (line: string) => T | undefined, timeoutMs = 20_000, nodeArgs: string[] = []): Promise<Started<T>> {
-    const command = this.placement.pinned ? 'taskset' : process.execPath;
+    accept: (line: string) => T | undefined, timeoutMs = 20_000, nodeArgs: string[] = [], execPath = process.execPath): Promise<Started<T>> {
+    const command = this.placement.pinned ? 'taskset' : execPath;
     const nodeCommand = [...nodeArgs, script, ...args];
-    const fullArgs = this.placement.pinned ? ['-c', cpus, process.execPath, ...nodeCommand] : nodeCommand;
+    const fullArgs = this.placement.pinned ? ['-c', cpus, execPath, ...nodeCommand] : nodeCommand;
     const child = spawn(command, fullArgs, { env, stdio: ['pipe', 'pipe', 'pipe'] });
     this.children.add(child);
     let stderr = '';
@@ -179,6 +179,26 @@ export function readMemory(pid: number): Memory | undefined {
     return match ? Number(match[1]) : 0;
   };
   return { rssKb: field('VmRSS'), peakKb: field('VmHWM'), anonKb: field('RssAnon') };
+}
+
+/** Proportional set size (shared pages split between the processes that map them), KiB; undefined if unreadable. */
+export function readPss(pid: number): number | undefined {
+  try {
+    const match = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+    return match ? Number(match[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Threads of a process (the Threads line of /proc/<pid>/status). */
+export function threadCount(pid: number): number {
+  try {
+    const match = /^Threads:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) : 0;
+  } catch {
+    return 0;
+  }
 }
 
 /** Direct children of a process, from /proc/<pid>/stat (no pgrep needed). */

@@ -7,23 +7,33 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { checkEndpoint, chatBody, IdleConnections, measureFirstByte, runLoad, scenarios, type Endpoint, type Scenario } from './load';
+import { checkEndpoint, chatBody, IdleConnections, isThroughput, measureFirstByte, runScenario, scenarios, type Endpoint, type Scenario, type ScenarioOptions } from './load';
+import { deploymentMemory, measureOpenStreams, type DeploymentMemory, type OpenStreamsReport } from './memory';
 import { ChildProcesses, choosePlacement, MemorySampler, pinSelf, readMemory, type Placement } from './processes';
 import {
-  checkLines, describeMachine, evaluateTargets, renderMarkdown, RESULTS_DIR, writeResults, type AlternatedRounds, type Check, type RunReport, type TargetRun,
+  checkLines, describeMachine, evaluateMemory, evaluateTargets, renderMarkdown, RESULTS_DIR, writeResults, type AlternatedRounds, type Check, type RunReport, type TargetRun,
 } from './report';
 import { runMicro } from './micro';
 import { summarizeProfiles } from './profile';
 import { runSoak, soakChecks } from './soak';
+import { DEFAULT_WORKER_SEMI_SPACE_MB, LOW_MEMORY_WORKER_SEMI_SPACE_MB } from '../src/config';
 import { WORKER_V8_FLAGS } from '../src/supervisor';
 import { BENCH_MODEL, startMock, startPassthroughProcess, startTollgate, type Tollgate } from './targets';
 
 const USAGE = `npm run bench -- [options]
-  --duration S        measured seconds per scenario (default 10)
+  --duration S        measured seconds per scenario (default 5)
   --rounds N          then each throughput scenario again in N rounds, pass-through and Tollgate alternated (default 6; 0 = off)
   --round-seconds S   measured seconds of each target in a round (default 2, after a 0.5 s warm-up)
-  --warmup S          warm-up seconds before each scenario (default 2)
+  --warmup S          warm-up seconds before each scenario (default 1)
   --connections N     connections of the throughput scenarios (default 50)
+  --scenarios LIST    only these scenarios (ids: chat-1,stream-1,chat-50,stream-50,burst-50,per-turn-50,live)
+  --live-connections N   concurrent streams of the live shape (default 300)
+  --live-chunks N     content chunks of a live stream (default 100: 104 events)
+  --live-gap-ms N     milliseconds between a live stream's events (default 10)
+  --live-seconds S    measured window of the live shape, in steady state (default 4)
+  --memory-streams N  concurrent live streams of the memory scenario (default 2000; 0 = no memory scenarios)
+  --memory-chunks N   content chunks of those streams (default 200)
+  --memory-gap-ms N   milliseconds between their events (default 50)
   --idle N            idle keep-alive connections held against Tollgate meanwhile (default 5000; 0 = off)
   --ttfb-requests N   streaming requests timed to their first byte (default 2000, at most 15 s)
   --chunks N          content chunks per mock stream (default 20)
@@ -36,7 +46,8 @@ const USAGE = `npm run bench -- [options]
 
 interface Options {
   duration: number; warmup: number; connections: number; idle: number; ttfbRequests: number; chunks: number;
-  rounds: number; roundSeconds: number;
+  rounds: number; roundSeconds: number; only?: Set<string>;
+  live: ScenarioOptions['live']; memory: { streams: number; chunks: number; gapMs: number };
   gatewayCpus?: string; clientCpus?: string; target?: string; key?: string; model?: string;
   soak: boolean; requests: number; maxSeconds: number; micro: boolean; profile: boolean;
   /** set from --profile: where Tollgate's processes write their profiles */
@@ -55,6 +66,8 @@ function parseOptions(argv: string[]): Options {
     args: argv, strict: true, allowPositionals: false,
     options: {
       duration: { type: 'string' }, warmup: { type: 'string' }, connections: { type: 'string' }, idle: { type: 'string' },
+      scenarios: { type: 'string' }, 'live-connections': { type: 'string' }, 'live-chunks': { type: 'string' }, 'live-gap-ms': { type: 'string' },
+      'live-seconds': { type: 'string' }, 'memory-streams': { type: 'string' }, 'memory-chunks': { type: 'string' }, 'memory-gap-ms': { type: 'string' },
       rounds: { type: 'string' }, 'round-seconds': { type: 'string' },
       'ttfb-requests': { type: 'string' }, chunks: { type: 'string' }, 'gateway-cpus': { type: 'string' }, 'client-cpus': { type: 'string' },
       target: { type: 'string' }, key: { type: 'string' }, model: { type: 'string' },
@@ -64,9 +77,19 @@ function parseOptions(argv: string[]): Options {
   });
   if (values.help) { process.stdout.write(`${USAGE}\n`); process.exit(0); }
   if (values.target && !values.key) throw new Error('--target needs --key');
+  const integer = (name: string, text: string | undefined, fallback: number, allowZero = false) => Math.round(positive(name, text, fallback, allowZero));
   return {
-    duration: positive('duration', values.duration, 10),
-    warmup: positive('warmup', values.warmup, 2, true),
+    duration: positive('duration', values.duration, 5),
+    warmup: positive('warmup', values.warmup, 1, true),
+    only: values.scenarios ? new Set(values.scenarios.split(',').map((id) => id.trim())) : undefined,
+    live: {
+      connections: integer('live-connections', values['live-connections'], 300), chunks: integer('live-chunks', values['live-chunks'], 100),
+      gapMs: integer('live-gap-ms', values['live-gap-ms'], 10, true), seconds: positive('live-seconds', values['live-seconds'], 4),
+    },
+    memory: {
+      streams: integer('memory-streams', values['memory-streams'], 2000, true), chunks: integer('memory-chunks', values['memory-chunks'], 200),
+      gapMs: integer('memory-gap-ms', values['memory-gap-ms'], 50, true),
+    },
     rounds: Math.round(positive('rounds', values.rounds, 6, true)),
     roundSeconds: positive('round-seconds', values['round-seconds'], 2),
     connections: Math.round(positive('connections', values.connections, 50)),
@@ -121,20 +144,20 @@ interface Subject { run: TargetRun; endpoint: Endpoint; idle?: { count: number; 
 async function measureAll(subjects: Subject[], measure: Measure): Promise<void> {
   const { options, scenarioList, model } = measure;
   for (const subject of subjects) await checkEndpoint(subject.endpoint, model);
-  const lastThroughput = scenarioList.filter((scenario) => scenario.connections > 1).at(-1);
+  const lastThroughput = scenarioList.filter(isThroughput).at(-1);
   const open = new Map<Subject, IdleConnections>();
   try {
     for (const scenario of scenarioList) {
       for (const subject of subjects) {
         const { run, endpoint } = subject;
-        if (scenario.connections > 1 && subject.idle && subject.idle.count > 0 && !open.has(subject)) {
+        if (isThroughput(scenario) && subject.idle && subject.idle.count > 0 && !open.has(subject)) {
           log(`  ${run.label}: opening ${subject.idle.count} idle keep-alive connections`);
           const idle = new IdleConnections(subject.idle.url, subject.idle.count);
           open.set(subject, idle);
           await idle.open();
         }
         log(`  ${run.label}: ${scenario.label}`);
-        run.scenarios[scenario.id] = await runLoad(endpoint, chatBody(model, scenario.stream), scenario.connections, options.duration, options.warmup, subject.pids);
+        run.scenarios[scenario.id] = await runScenario(endpoint, model, scenario, options.duration, options.warmup, subject.pids);
         if (scenario.id === 'stream-1' && options.ttfbRequests > 0) {
           log(`  ${run.label}: time to first byte`);
           run.firstByte = await measureFirstByte(endpoint, chatBody(model, true), options.ttfbRequests, 15);
@@ -150,6 +173,8 @@ async function measureAll(subjects: Subject[], measure: Measure): Promise<void> 
 
 /** warm-up of a target at the start of its turn in a round: the other one had the machine before */
 const ROUND_WARMUP_SECONDS = 0.5;
+/** alternated rounds of a long-stream scenario, at most */
+const LONG_ROUNDS = 4;
 
 /**
  * Each throughput scenario again in short rounds, the pass-through and Tollgate in turn and the
@@ -159,12 +184,13 @@ const ROUND_WARMUP_SECONDS = 0.5;
 async function alternate(baseline: Subject, tollgate: Subject, measure: Measure): Promise<AlternatedRounds[]> {
   const { options, scenarioList, model } = measure;
   const results: AlternatedRounds[] = [];
-  for (const scenario of scenarioList.filter((entry) => entry.connections > 1)) {
-    log(`  alternated rounds: ${scenario.label}, ${options.rounds} × ${options.roundSeconds} s each`);
-    const body = chatBody(model, scenario.stream);
-    const measureOne = (subject: Subject) => runLoad(subject.endpoint, body, scenario.connections, options.roundSeconds, ROUND_WARMUP_SECONDS, subject.pids);
+  for (const scenario of scenarioList.filter(isThroughput)) {
+    // long streams take seconds a round (warm-up over a whole call, then the window): fewer rounds
+    const count = scenario.windowSeconds !== undefined ? Math.min(options.rounds, LONG_ROUNDS) : options.rounds;
+    log(`  alternated rounds: ${scenario.label}, ${count} × ${scenario.windowSeconds ?? options.roundSeconds} s each`);
+    const measureOne = (subject: Subject) => runScenario(subject.endpoint, model, scenario, options.roundSeconds, ROUND_WARMUP_SECONDS, subject.pids);
     const rounds: AlternatedRounds['rounds'] = [];
-    for (let round = 0; round < options.rounds; round += 1) {
+    for (let round = 0; round < count; round += 1) {
       if (round % 2 === 0) {
         const passthrough = await measureOne(baseline);
         rounds.push({ passthrough, tollgate: await measureOne(tollgate) });
@@ -178,6 +204,19 @@ async function alternate(baseline: Subject, tollgate: Subject, measure: Measure)
   return results;
 }
 
+function scenarioOptions(options: Options): ScenarioOptions {
+  return { connections: options.connections, chunks: options.chunks, live: options.live };
+}
+
+/** The scenarios of this run (all, or those named by --scenarios). */
+function selectedScenarios(options: Options): Scenario[] {
+  const all = scenarios(scenarioOptions(options));
+  if (!options.only) return all;
+  const unknown = [...options.only].filter((id) => !all.some((scenario) => scenario.id === id));
+  if (unknown.length > 0) throw new Error(`--scenarios: unknown ${unknown.join(', ')} (known: ${all.map((scenario) => scenario.id).join(', ')})`);
+  return all.filter((scenario) => options.only!.has(scenario.id));
+}
+
 function newRun(id: TargetRun['id'], label: string, url: string): TargetRun {
   return { id, label, url, scenarios: {}, memory: [] };
 }
@@ -186,12 +225,63 @@ function tollgateMemory(tollgate: Tollgate, sampler: MemorySampler): { process: 
   return [...sampler.peakKb].map(([pid, peakKb]) => ({ process: pid === tollgate.supervisorPid ? `supervisor (pid ${pid})` : `worker (pid ${pid})`, peakKb }));
 }
 
-async function compare(options: Options, placement: Placement, children: ChildProcesses, notes: string[]): Promise<{ targets: TargetRun[]; checks: Check[]; alternated: AlternatedRounds[] }> {
-  const measure: Measure = { options, scenarioList: scenarios(options.connections), model: BENCH_MODEL };
+/** the memory scenario's calls and idle starts must end within this */
+const MEMORY_SCENARIO_SECONDS = 60;
+
+/**
+ * Memory per open stream (fresh pass-through and Tollgate, `--memory-streams` live streams at once),
+ * then the idle RSS of Tollgate deployments of 1 and 2 workers, with the default and the low-memory
+ * young generation.
+ */
+async function memoryScenarios(options: Options, placement: Placement, children: ChildProcesses, mockUrl: string):
+  Promise<{ openStreams: OpenStreamsReport[]; deployments: DeploymentMemory[] }> {
+  const openStreams: OpenStreamsReport[] = [];
+  const { streams, chunks, gapMs } = options.memory;
+  const body = chatBody(BENCH_MODEL, true, { shape: 'live', contentChunks: chunks, gapMs });
+  log(`memory: ${streams} live streams (${chunks + 4} events ${gapMs} ms apart) against a fresh pass-through`);
+  const passthrough = await startPassthroughProcess(children, placement, mockUrl);
+  try {
+    const endpoint = chatEndpoint(passthrough.url);
+    await checkEndpoint(endpoint, BENCH_MODEL);
+    openStreams.push(await measureOpenStreams('(b) pass-through', endpoint, body, streams, () => passthrough.pid, MEMORY_SCENARIO_SECONDS));
+  } finally {
+    await children.stop(passthrough.pid);
+  }
+  log(`memory: ${streams} live streams against a fresh Tollgate (1 worker)`);
+  const tollgate = await startTollgate(children, placement, mockUrl, { topUpUsd: 100_000 });
+  try {
+    const endpoint = chatEndpoint(tollgate.url, tollgate.key);
+    await checkEndpoint(endpoint, BENCH_MODEL);
+    openStreams.push(await measureOpenStreams('(c) Tollgate worker', endpoint, body, streams, () => tollgate.workerPids()[0], MEMORY_SCENARIO_SECONDS));
+  } finally {
+    await children.stop(tollgate.supervisorPid);
+    tollgate.cleanup();
+  }
+  const deployments: DeploymentMemory[] = [];
+  for (const workerSemiSpaceMb of [LOW_MEMORY_WORKER_SEMI_SPACE_MB, DEFAULT_WORKER_SEMI_SPACE_MB]) {
+    for (const workers of [1, 2]) {
+      log(`memory: idle deployment, ${workers} worker(s), worker_semi_space_mb ${workerSemiSpaceMb}`);
+      const idle = await startTollgate(children, placement, mockUrl, { topUpUsd: 1_000, workers, workerSemiSpaceMb });
+      try {
+        await checkEndpoint(chatEndpoint(idle.url, idle.key), BENCH_MODEL);
+        await new Promise((resolve) => setTimeout(resolve, 2_000));
+        deployments.push(deploymentMemory(idle.supervisorPid, idle.workerPids(), workers, workerSemiSpaceMb));
+      } finally {
+        await children.stop(idle.supervisorPid);
+        idle.cleanup();
+      }
+    }
+  }
+  return { openStreams, deployments };
+}
+
+async function compare(options: Options, placement: Placement, children: ChildProcesses, notes: string[]):
+  Promise<Pick<RunReport, 'targets' | 'checks' | 'alternated' | 'openStreams' | 'deployments'>> {
+  const measure: Measure = { options, scenarioList: selectedScenarios(options), model: BENCH_MODEL };
   log('starting the mock upstream, the pass-through and Tollgate');
-  const mock = await startMock(children, placement, options.chunks);
+  const mock = await startMock(children, placement, options.chunks, [options.live.chunks, options.memory.chunks]);
   const passthrough = await startPassthroughProcess(children, placement, mock.url);
-  const tollgate = await startTollgate(children, placement, mock.url, 100_000, options.profileDir);
+  const tollgate = await startTollgate(children, placement, mock.url, { topUpUsd: 100_000, profileDir: options.profileDir });
   try {
     const direct = newRun('mock', '(a) mock direct', mock.url);
     const baseline = newRun('passthrough', '(b) pass-through', passthrough.url);
@@ -217,6 +307,8 @@ async function compare(options: Options, placement: Placement, children: ChildPr
         + `its stderr ended with: ${children.stderrOf(tollgate.supervisorPid).trim().slice(-600) || '(nothing)'}`);
     }
     await children.stop(tollgate.supervisorPid);
+    await children.stop(passthrough.pid);
+    const memory = options.memory.streams > 0 ? await memoryScenarios(options, placement, children, mock.url) : undefined;
     const targets = [direct, baseline, full];
     notes.push('Tollgate: supervisor + 1 worker (TOLLGATE_WORKERS=1), fresh data dir, full path (auth, validation, reserve, relay, settle, usage record)');
     notes.push('mock upstream: the real mock\'s chat answers (scripts/mock-upstream), recorded at start and served from memory by uWS (bench/fast-mock.ts), so the mock and the load generator leave the baseline room to saturate its core');
@@ -231,7 +323,15 @@ async function compare(options: Options, placement: Placement, children: ChildPr
     }
     const evaluated = evaluateTargets(targets, alternated);
     notes.push(...evaluated.notes);
-    return { targets, checks: evaluated.checks, alternated };
+    const checks = [...evaluated.checks];
+    if (memory) {
+      notes.push(`memory per open stream: a fresh pass-through and a fresh Tollgate (1 worker, default young generation), ${options.memory.streams} live streams opened at once, `
+        + 'one call per connection; RSS of the process that carries the streams (for Tollgate its worker) before them and the highest sampled every 100 ms while they were open');
+      notes.push('idle deployments: Tollgate started with a fresh data dir, one stream and one non-stream call, then 2 s idle; RSS of the supervisor and every worker summed '
+        + '(PSS beside it: RSS counts the pages the processes share, such as Node\'s own code, once per process)');
+      checks.push(...evaluateMemory(memory.openStreams, memory.deployments));
+    }
+    return { targets, checks, alternated, ...(memory ?? {}) };
   } finally {
     await children.stop(tollgate.supervisorPid);
     tollgate.cleanup();
@@ -244,13 +344,13 @@ async function external(options: Options, notes: string[]): Promise<{ targets: T
   const run = newRun('target', `target ${new URL(endpoint.url).host}`, endpoint.url);
   notes.push(`target mode: only ${endpoint.url} (model ${model}) was measured; no mock, no pass-through baseline, so no ratios or PASS/FAIL targets`);
   const origin = new URL(endpoint.url).origin;
-  await measureAll([{ run, endpoint, idle: { count: options.idle, url: origin } }], { options, scenarioList: scenarios(options.connections), model });
+  await measureAll([{ run, endpoint, idle: { count: options.idle, url: origin } }], { options, scenarioList: selectedScenarios(options), model });
   return { targets: [run], checks: [] };
 }
 
 async function soak(options: Options, placement: Placement, children: ChildProcesses, notes: string[]): Promise<Pick<RunReport, 'targets' | 'checks' | 'soak'>> {
   const mock = await startMock(children, placement, options.chunks);
-  const tollgate = await startTollgate(children, placement, mock.url, 1_000_000, options.profileDir);
+  const tollgate = await startTollgate(children, placement, mock.url, { topUpUsd: 1_000_000, profileDir: options.profileDir });
   try {
     const endpoint = chatEndpoint(tollgate.url, tollgate.key);
     await checkEndpoint(endpoint, BENCH_MODEL);
@@ -314,7 +414,7 @@ async function main(): Promise<void> {
 
   try {
     const kind: RunReport['kind'] = options.soak ? 'soak' : options.target ? 'target' : 'compare';
-    const measured: Pick<RunReport, 'targets' | 'checks' | 'soak' | 'alternated'> = kind === 'soak' ? await soak(options, placement, children, notes)
+    const measured: Pick<RunReport, 'targets' | 'checks' | 'soak' | 'alternated' | 'openStreams' | 'deployments'> = kind === 'soak' ? await soak(options, placement, children, notes)
       : kind === 'target' ? await external(options, notes)
         : await compare(options, placement, children, notes);
     const loadAtEnd = loadavg()[0];
@@ -326,14 +426,18 @@ async function main(): Promise<void> {
         'measured s': options.duration, 'warm-up s': options.warmup, 'throughput connections': options.connections,
         ...(kind === 'compare' ? { 'alternated rounds': options.rounds, 'round s': options.roundSeconds } : {}),
         'idle connections': options.idle, 'TTFB requests': options.ttfbRequests, ...(kind === 'compare' ? { 'mock chunks': options.chunks } : {}),
+        'live streams': `${options.live.connections} × ${options.live.chunks + 4} events ${options.live.gapMs} ms apart, ${options.live.seconds} s window`,
+        ...(kind === 'compare' && options.memory.streams > 0
+          ? { 'memory scenario': `${options.memory.streams} streams × ${options.memory.chunks + 4} events ${options.memory.gapMs} ms apart` } : {}),
         pipelining: 1, 'load generator': 'autocannon 9 (in-process), latency from every response',
       };
     for (const line of children.unexpectedExits) notes.push(`WARNING: ${line}; the numbers after it are not valid`);
     const profile = options.profileDir ? summarizeProfiles(options.profileDir)[0] : undefined;
     const report: RunReport = {
       kind, startedAt, command: commandLine(argv), machine: describeMachine(), placement: placement.description, settings,
-      scenarios: kind === 'soak' ? [] : scenarios(options.connections), targets: measured.targets, checks: measured.checks,
-      notes, ...(measured.soak ? { soak: measured.soak } : {}), ...(measured.alternated?.length ? { alternated: measured.alternated } : {}), ...(profile ? { profile } : {}),
+      scenarios: kind === 'soak' ? [] : selectedScenarios(options), targets: measured.targets, checks: measured.checks,
+      notes, ...(measured.soak ? { soak: measured.soak } : {}), ...(measured.openStreams ? { openStreams: measured.openStreams } : {}),
+      ...(measured.deployments ? { deployments: measured.deployments } : {}), ...(measured.alternated?.length ? { alternated: measured.alternated } : {}), ...(profile ? { profile } : {}),
     };
     const markdown = renderMarkdown(report);
     const written = writeResults(report, markdown);

@@ -24,9 +24,10 @@ function urlLine(line: string): string | undefined {
   }
 }
 
-export async function startMock(children: ChildProcesses, placement: Placement, chunks: number): Promise<{ url: string; pid: number }> {
+/** `eventCounts`: content-chunk counts of streams recorded besides `chunks` (the live and memory shapes) */
+export async function startMock(children: ChildProcesses, placement: Placement, chunks: number, eventCounts: number[] = []): Promise<{ url: string; pid: number }> {
   const started = await children.start('mock upstream', placement.clientCpus, MOCK_SCRIPT,
-    ['--port', '0', '--chunks', String(chunks), '--exit-with-stdin'], process.env, urlLine);
+    ['--port', '0', '--chunks', String(chunks), '--event-counts', eventCounts.join(','), '--exit-with-stdin'], process.env, urlLine);
   return { url: started.value, pid: started.child.pid! };
 }
 
@@ -59,19 +60,41 @@ async function adminCall(url: string, token: string, path: string, body: unknown
   return parsed.data;
 }
 
-/** `profileDir`: every Tollgate process writes a V8 CPU profile there when it exits (workers inherit the flag). */
-export async function startTollgate(children: ChildProcesses, placement: Placement, mockUrl: string, topUpUsd: number,
-  profileDir?: string): Promise<Tollgate> {
+/**
+ * How the Tollgate under test runs. A scenario runner takes what startTollgate returns, so another
+ * front or runtime is one more set of options here.
+ */
+export interface TollgateOptions {
+  topUpUsd: number;
+  /** every Tollgate process writes a V8 CPU profile there when it exits (workers inherit the flag) */
+  profileDir?: string;
+  /** default 1 */
+  workers?: number;
+  /** `worker_semi_space_mb` of the config (default: Tollgate's own default) */
+  workerSemiSpaceMb?: number;
+  /** the HTTP front (TOLLGATE_FRONT; default uWS) */
+  front?: 'uws' | 'node';
+  /** the runtime binary that runs the CLI (default: this Node) */
+  execPath?: string;
+  /** extra runtime arguments of the supervisor (before the script) */
+  runtimeArgs?: string[];
+}
+
+export async function startTollgate(children: ChildProcesses, placement: Placement, mockUrl: string, options: TollgateOptions): Promise<Tollgate> {
+  const { topUpUsd, profileDir } = options;
+  const workers = options.workers ?? 1;
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
   const configPath = join(dataDir, 'bench-config.json');
   const config = {
-    listen: { host: '127.0.0.1', port: 0 }, workers: 1, dataDir,
+    listen: { host: '127.0.0.1', port: 0 }, workers, dataDir,
+    ...(options.workerSemiSpaceMb !== undefined ? { worker_semi_space_mb: options.workerSemiSpaceMb } : {}),
     groups: { default: { ratio: 1 } },
     models: [{ id: BENCH_MODEL, price: { input: 0.15, output: 0.6 } }],
     channels: [{ name: 'mock', type: 'openai', base_url: mockUrl, keys: ['k'], models: [BENCH_MODEL] }],
   };
   writeFileSync(configPath, JSON.stringify(config, null, 2));
-  const env: NodeJS.ProcessEnv = { ...process.env, TOLLGATE_CONFIG: configPath, TOLLGATE_DATA_DIR: dataDir, TOLLGATE_WORKERS: '1', TOLLGATE_LOG_LEVEL: 'info' };
+  const env: NodeJS.ProcessEnv = { ...process.env, TOLLGATE_CONFIG: configPath, TOLLGATE_DATA_DIR: dataDir, TOLLGATE_WORKERS: String(workers), TOLLGATE_LOG_LEVEL: 'info' };
+  if (options.front === 'node') env.TOLLGATE_FRONT = 'node'; else delete env.TOLLGATE_FRONT;
   delete env.PORT;
   delete env.HOST;
   const cleanup = () => rmSync(dataDir, { recursive: true, force: true });
@@ -81,7 +104,7 @@ export async function startTollgate(children: ChildProcesses, placement: Placeme
       if (!line.includes('Tollgate listening')) return undefined;
       const match = /https?:\/\/[^\s"]+/.exec(line);
       return match ? match[0].replace(/\/$/, '') : undefined;
-    }, 30_000, profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []);
+    }, 30_000, [...(options.runtimeArgs ?? []), ...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [])], options.execPath);
     const url = started.value;
     const adminToken = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
     runNode(CLI_SCRIPT, ['account', 'topup', '--account', 'admin', '--usd', String(topUpUsd), '--json'], env);

@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { generateAccessToken, tokenDigest } from './auth/secrets';
 import { ConfigError, loadConfig, QUOTA_PER_USD, redacted, type Config } from './config';
 import { createLogger } from './log';
-import { bootstrapAdmin } from './main';
+import { bootstrapAdmin } from './bootstrap';
 import { MAX_BALANCE, openStore, type AccountRecord, type Store } from './store';
 import { runSupervisor, runWorker } from './supervisor';
 

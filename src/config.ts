@@ -20,6 +20,9 @@ export const DEFAULT_MAX_URL_BYTES = 8 * 1024;
 export const DEFAULT_REVEAL_LIMIT = { count: 20, windowSeconds: 600 };
 export const DEFAULT_RETRIES = 2;
 export const DEFAULT_TIMEOUTS = { connectMs: 10_000, firstByteMs: 60_000, idleMs: 60_000 };
+/** V8 young-generation semi-space a worker starts with, MiB (see workerV8Flags); 1 is the low-memory choice */
+export const DEFAULT_WORKER_SEMI_SPACE_MB = 16;
+export const LOW_MEMORY_WORKER_SEMI_SPACE_MB = 1;
 export const DEFAULT_VIDEO = { vendor: 'veo', enabled: true, timeoutHours: 24, pollIntervalMs: 2_000, sunset: '2026-12-31' };
 export const QUOTA_PER_USD = 500_000;
 
@@ -114,6 +117,8 @@ export interface Limits {
 export interface Config {
   listen: { host: string; port: number };
   workers: number;
+  /** young-generation semi-space each worker starts with, MiB (`worker_semi_space_mb`) */
+  workerSemiSpaceMb: number;
   dataDir: string;
   publicUrl: string;
   /** TOLLGATE_SECRET, when set: the master secret for key encryption (else <dataDir>/secret.key) */
@@ -174,7 +179,7 @@ const isObject = (value: unknown): value is Raw => typeof value === 'object' && 
  * Fields starting with `_` are comments.
  */
 const FIELDS = {
-  top: ['listen', 'workers', 'dataDir', 'publicUrl', 'front', 'logLevel', 'groups', 'models', 'channels', 'retries', 'limits', 'video', 'offload_threshold_bytes', 'store', 'redis'],
+  top: ['listen', 'workers', 'worker_semi_space_mb', 'dataDir', 'publicUrl', 'front', 'logLevel', 'groups', 'models', 'channels', 'retries', 'limits', 'video', 'offload_threshold_bytes', 'store', 'redis'],
   listen: ['host', 'port'],
   group: ['ratio', 'rpm', 'concurrency'],
   model: ['id', 'owned_by', 'kind', 'price', 'reasoning', 'multimodal', 'json_mode', 'max_output_tokens', 'chat_image', 'groups', 'image', 'created'],
@@ -362,6 +367,8 @@ export function loadConfig(options: LoadOptions = {}): Config {
   const host = env.HOST ?? (typeof listenRaw.host === 'string' ? listenRaw.host : DEFAULT_HOST);
   const workers = env.TOLLGATE_WORKERS !== undefined ? Number(env.TOLLGATE_WORKERS) : num(raw, 'workers', availableParallelism(), 'config', 1);
   if (!Number.isInteger(workers) || workers < 1 || workers > 256) throw new ConfigError('TOLLGATE_WORKERS/workers must be an integer 1–256');
+  const workerSemiSpaceMb = num(raw, 'worker_semi_space_mb', DEFAULT_WORKER_SEMI_SPACE_MB, 'config', 1);
+  if (!Number.isInteger(workerSemiSpaceMb) || workerSemiSpaceMb > 256) throw new ConfigError('worker_semi_space_mb must be an integer 1–256 (MiB)');
   const dataDir = resolve(env.TOLLGATE_DATA_DIR ?? (typeof raw.dataDir === 'string' ? raw.dataDir : DEFAULT_DATA_DIR));
 
   if (raw.groups !== undefined && !isObject(raw.groups)) throw new ConfigError('groups must be an object of groups');
@@ -422,6 +429,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
   const config: Config = {
     listen: Object.freeze({ host, port }),
     workers,
+    workerSemiSpaceMb,
     dataDir,
     publicUrl: (typeof raw.publicUrl === 'string' ? raw.publicUrl : `http://127.0.0.1:${port}`).replace(/\/+$/, ''),
     secret: env.TOLLGATE_SECRET || undefined,

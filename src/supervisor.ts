@@ -2,30 +2,31 @@
 // drains on SIGTERM/SIGINT, and runs the singleton background jobs. It never proxies traffic.
 import cluster, { type Worker } from 'node:cluster';
 import { createServer } from 'node:net';
-import type { Config } from './config';
+import { DEFAULT_WORKER_SEMI_SPACE_MB, type Config } from './config';
 import { createLogger, type Logger } from './log';
-import { bootstrapAdmin, openMasterKey, startGateway } from './main';
+import { bootstrapAdmin, openMasterKey } from './bootstrap';
 import { openStore, type Store } from './store';
 import { supervisorLink, workerMessageServer, type WorkerMessage } from './supervisor-link';
-import { startVideoPoller } from './relay/video-poller';
 
-/** V8 young-generation semi-space of a worker, MiB: starts at MIN (V8 would start at 1 and grow), up to MAX. */
-const WORKER_SEMI_SPACE_MIN_MB = 16;
-const WORKER_SEMI_SPACE_MB = 32;
+/** the most a worker's young-generation semi-space grows to, MiB, unless it starts larger */
+const WORKER_SEMI_SPACE_MAX_MB = 32;
 /**
  * V8 flags every worker runs with (the benchmark gives its pass-through baseline the same).
+ * Semi-spaces: a worker starts with `semiSpaceMb` (config `worker_semi_space_mb`, default 16) and
+ * may grow to 32 MiB. A large young generation promotes fewer of a request's short-lived objects
+ * (fewer, cheaper scavenges under load) at the price of RSS; 1 MiB, V8's own start, is the
+ * low-memory choice, and V8 still grows it under load.
  * `--no-allocation-site-pretenuring`: V8 watches which object and array literals survive young-
  * generation collections and, past a threshold, allocates them straight into the old generation.
- * During a worker's first second under load (cold code, ~0.8 ms a request) nearly everything
- * survives, and in some starts V8 tenured a per-request literal for good: the old copies kept their
- * young neighbours alive through every scavenge, so each request's objects were promoted (~7 MB
- * per scavenge against ~1), scavenges took 11–16 ms instead of 3–5, mark-compacts ran 3× as often,
- * and the worker stayed ~25% slower for its whole life. Measured at saturation, streams, fresh
- * starts: 1 start in 4–6 stuck at 77–81 µs a call with the default, 0 in 6 without (59–62 µs).
+ * During a worker's first second under load nearly everything survives, and in some starts V8
+ * tenured a per-request literal for good: its old copies kept their young neighbours alive through
+ * every scavenge, so each request's objects were promoted and the worker stayed slower for its life
+ * (bench/README.md has the measurements).
  */
-export const WORKER_V8_FLAGS: readonly string[] = [
-  `--min-semi-space-size=${WORKER_SEMI_SPACE_MIN_MB}`, `--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`, '--no-allocation-site-pretenuring',
-];
+export function workerV8Flags(semiSpaceMb = DEFAULT_WORKER_SEMI_SPACE_MB): string[] {
+  return [`--min-semi-space-size=${semiSpaceMb}`, `--max-semi-space-size=${Math.max(semiSpaceMb, WORKER_SEMI_SPACE_MAX_MB)}`, '--no-allocation-site-pretenuring'];
+}
+export const WORKER_V8_FLAGS: readonly string[] = workerV8Flags();
 
 /** Port 0 means "any free port": pick one here so every worker binds the same one. */
 async function concretePort(host: string, port: number): Promise<number> {
@@ -78,12 +79,9 @@ export async function runSupervisor(config: Config, configPath: string | undefin
     return worker;
   };
 
-  // A larger young generation (measured: +7–9% requests/s under load; at 1 connection half as many
-  // scavenges, 6/s instead of 12/s, and less GC time) at the price of up to ~60 MiB of RSS per
-  // worker: a request allocates many short-lived objects, and a bigger nursery promotes fewer.
   cluster.setupPrimary({
     exec: require.resolve('./cli'), args: ['worker'], silent: false,
-    execArgv: [...process.execArgv, ...WORKER_V8_FLAGS],
+    execArgv: [...process.execArgv, ...workerV8Flags(config.workerSemiSpaceMb)],
   });
   cluster.on('exit', (worker, code, signal) => {
     const workerId = workerIds.get(worker.id);
@@ -133,7 +131,11 @@ async function startBackgroundJobs(store: Store, config: Config, log: Logger): P
   const reaped = await store.ledger.reap();
   await store.counters.clearSlots();
   if (reaped > 0) log.info({ reaped }, 'returned quota leases of a previous run');
-  const videoPoller = startVideoPoller(store, config, log);
+  // loaded only with video models: the poller brings the providers' modules, which the supervisor
+  // needs for nothing else (it never serves a request)
+  const videoPoller = config.video.models.length > 0
+    ? (require('./relay/video-poller') as typeof import('./relay/video-poller')).startVideoPoller(store, config, log)
+    : { stop: async () => undefined };
   return {
     workerExited(workerId) {
       // Quota a dead worker had leased (its open reservations included) goes back to keys and accounts.
@@ -168,6 +170,8 @@ export async function runWorker(config: Config): Promise<void> {
     onRestart: (error) => log.error({ err: error }, 'the ledger writer thread crashed; a new one took over'),
     onFatal: (error) => { log.fatal({ err: error }, 'the ledger writer thread keeps crashing; stopping this worker'); void stop(1); },
   });
+  // required here, not at the top: the supervisor loads this module too and never serves
+  const { startGateway } = require('./main') as typeof import('./main');
   const gateway = await startGateway(config, {
     store, log, workerId, commitBatch: (charges, usage) => writer.commit(workerId, charges, usage), reclaim: link?.reclaim,
   });

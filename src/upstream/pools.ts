@@ -4,6 +4,12 @@ import { Pool } from 'undici';
 
 export interface PoolOptions { connectMs: number }
 
+/**
+ * Connections to one origin, per worker. HTTP/1.1 holds a connection for each open stream, so this
+ * bounds the streams a worker can have open to one upstream at once (more wait in undici's queue).
+ */
+export const MAX_CONNECTIONS_PER_ORIGIN = 4096;
+
 export class UpstreamPools {
   /** origin → connect timeout → pool (nested: no key string is built per request) */
   private readonly pools = new Map<string, Map<number, Pool>>();
@@ -14,7 +20,7 @@ export class UpstreamPools {
     let pool = byTimeout.get(options.connectMs);
     if (!pool) {
       pool = new Pool(origin, {
-        connections: 256,
+        connections: MAX_CONNECTIONS_PER_ORIGIN,
         pipelining: 1,
         keepAliveTimeout: 30_000,
         connect: { timeout: options.connectMs },

@@ -2,11 +2,13 @@
 // stream chosen by the request body, and nothing but chat completions.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { startFastMock, type FastMock } from '../../bench/fast-mock';
+import { connect } from 'node:net';
+import { eventsPerStream, startFastMock, type FastMock } from '../../bench/fast-mock';
+import { StreamClients } from '../../bench/streams';
 import { sseEvents } from './chat-harness';
 
 let mock: FastMock;
-before(async () => { mock = await startFastMock({ port: 0, chunks: 4 }); });
+before(async () => { mock = await startFastMock({ port: 0, chunks: 4, eventCounts: [4] }); });
 after(() => mock.close());
 
 const post = (path: string, body: object) => fetch(`${mock.url}${path}`, {
@@ -38,4 +40,77 @@ test('a stream request gets the recorded event stream: the content chunks, a usa
 test('anything but chat completions is a 404', async () => {
   assert.equal((await post('/v1/images/generations', { prompt: 'x' })).status, 404);
   assert.equal((await fetch(`${mock.url}/v1/chat/completions`)).status, 404);
+});
+
+/** The raw answer of one request on a fresh socket: the head, the body's HTTP chunks, and how many reads it took. */
+async function rawAnswer(body: object): Promise<{ head: string; chunks: string[]; reads: number; ms: number }> {
+  const url = new URL(mock.url);
+  const payload = JSON.stringify(body);
+  const socket = connect({ host: url.hostname, port: Number(url.port) });
+  const started = Date.now();
+  let received = Buffer.alloc(0);
+  let reads = 0;
+  await new Promise<void>((resolve, reject) => {
+    socket.on('error', reject);
+    socket.on('data', (chunk: Buffer) => {
+      reads += 1;
+      received = Buffer.concat([received, chunk]);
+      if (received.toString('latin1').endsWith('\r\n0\r\n\r\n')) resolve();
+    });
+    socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
+  });
+  const ms = Date.now() - started;
+  socket.destroy();
+  const headEnd = received.indexOf('\r\n\r\n');
+  const chunks: string[] = [];
+  for (let position = headEnd + 4; ;) {
+    const lineEnd = received.indexOf('\r\n', position);
+    const size = parseInt(received.toString('latin1', position, lineEnd), 16);
+    if (size === 0) break;
+    chunks.push(received.toString('utf8', lineEnd + 2, lineEnd + 2 + size));
+    position = lineEnd + 2 + size + 2;
+  }
+  const text = received.toString('utf8');
+  return { head: text.slice(0, headEnd), chunks, reads, ms };
+}
+
+const shaped = (shape: string) => ({ model: 'bench-model', stream: true, bench_stream: shape, messages: [{ role: 'user', content: 'hi' }] });
+
+test('stream shapes: burst, per-turn and live send every SSE event as its own HTTP chunk; single sends the stream as one', async () => {
+  const recorded = mock.answers.streams.get(4)!;
+  assert.equal(recorded.events.length, eventsPerStream(4), 'role, 4 content chunks, finish, usage, [DONE]');
+  const single = await rawAnswer(shaped('single/4/0'));
+  assert.deepEqual(single.chunks, [recorded.bytes.toString('utf8')]);
+  for (const shape of ['burst/4/0', 'per-turn/4/0', 'live/4/5']) {
+    const answer = await rawAnswer(shaped(shape));
+    assert.match(answer.head, /^HTTP\/1\.1 200 OK/);
+    assert.deepEqual(answer.chunks, recorded.events.map((event) => event.toString('utf8')), `${shape}: one HTTP chunk per event`);
+    assert.ok(answer.chunks.every((chunk) => chunk.endsWith('\n\n') && chunk.indexOf('\n\n') === chunk.length - 2), `${shape}: one event per chunk`);
+  }
+  // the burst is one TCP write: on loopback it arrives in the read that carries the head
+  assert.equal((await rawAnswer(shaped('burst/4/0'))).reads, 1);
+  // live: the events are spaced by the gap (8 events, 7 gaps of 30 ms)
+  assert.ok((await rawAnswer(shaped('live/4/30'))).ms >= 7 * 30 - 5);
+});
+
+test('a shape asking for a count that was not recorded is a 400 that says so', async () => {
+  const response = await post('/v1/chat/completions', shaped('burst/7/0'));
+  assert.equal(response.status, 400);
+  assert.match(await response.text(), /no stream of 7 content chunks was recorded/);
+});
+
+test('StreamClients: long streams on keep-alive connections, counted whole (200, chunked, [DONE]); a 404 is a failed call', async () => {
+  const body = JSON.stringify(shaped('live/4/5'));
+  const clients = new StreamClients({ url: `${mock.url}/v1/chat/completions`, headers: {} }, body, 3, 2);
+  await clients.start();
+  assert.ok(await clients.until((counts) => counts.completed === 6, 10_000), JSON.stringify(clients.counts()));
+  const counts = clients.counts();
+  clients.stop();
+  assert.equal(counts.failed, 0);
+  assert.equal(counts.completedBytes / counts.completed > mock.answers.streams.get(4)!.bytes.length, true, 'answer bytes counted with their framing');
+  const wrong = new StreamClients({ url: `${mock.url}/v1/images/generations`, headers: {} }, body, 1, 1);
+  await wrong.start();
+  assert.ok(await wrong.until((result) => result.failed === 1, 10_000));
+  assert.deepEqual(wrong.counts().failures, { 'status 404': 1 });
+  wrong.stop();
 });

@@ -4,6 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, EMBEDDED_CONFIG, loadConfig, redacted } from '../../src/config';
+import { workerV8Flags } from '../../src/supervisor';
 
 const chatModel = { id: 'gpt-test', price: { input: 1, output: 2 } };
 const channel = { name: 'main', type: 'openai', base_url: 'http://127.0.0.1:9', keys: ['k'], models: ['gpt-test'] };
@@ -98,4 +99,17 @@ test('redacted() prints the config in the file shape: fed back, it loads to the 
   assert.deepEqual(shown.channels[0].keys, ['[redacted]']);
   shown.channels[0].keys = ['k'];
   assert.deepEqual(loadConfig({ raw: shown, env }), config);
+});
+
+test('worker_semi_space_mb: the young generation workers start with; 16 by default, 1 the low-memory choice, out of range refused by name', () => {
+  assert.equal(loadConfig({ env }).workerSemiSpaceMb, 16);
+  assert.deepEqual(workerV8Flags(16).slice(0, 2), ['--min-semi-space-size=16', '--max-semi-space-size=32']);
+  const small = loadConfig({ raw: { ...EMBEDDED_CONFIG, worker_semi_space_mb: 1 }, env });
+  assert.equal(small.workerSemiSpaceMb, 1);
+  assert.deepEqual(workerV8Flags(small.workerSemiSpaceMb).slice(0, 2), ['--min-semi-space-size=1', '--max-semi-space-size=32']);
+  assert.equal((redacted(small) as { worker_semi_space_mb: number }).worker_semi_space_mb, 1, 'shown in the file\'s own shape');
+  for (const bad of [0, 2.5, 300, 'big']) {
+    assert.throws(() => loadConfig({ raw: { ...EMBEDDED_CONFIG, worker_semi_space_mb: bad }, env }),
+      (error: unknown) => error instanceof ConfigError && error.message.includes('worker_semi_space_mb'), String(bad));
+  }
 });

@@ -287,3 +287,15 @@ test('a charge is never more than its reservation: it grows from the lease room 
   assert.equal(account.balance, 1_000 - bounded, 'the balance fell by exactly the charge: nothing clamped');
   assert.deepEqual(store.usage.list(ids.accountId, {}, 0, 10).items.map((item) => item.quota), [bounded]);
 });
+
+test('a burst of concurrent reservations on an ample balance all succeed: a lease growth covers the reservations waiting for it', async () => {
+  const ids = await setup(1e12, { unlimited_quota: true });
+  const worker = ledger('w1');
+  const { key, account } = fresh(ids);
+  // 2,000 calls arrive at once, each needing 2,500 quota: the usual lease slice (128 calls' worth, at
+  // most 500,000) covers a fifth of them; the ones waiting for it must not give up after a few growths
+  const settled = await Promise.allSettled(Array.from({ length: 2000 }, () => worker.reserve(key, account, 2_500)));
+  const refused = settled.filter((entry) => entry.status === 'rejected');
+  assert.equal(refused.length, 0, `refused: ${refused.length}, first: ${(refused[0] as PromiseRejectedResult | undefined)?.reason?.message}`);
+  for (const entry of settled) if (entry.status === 'fulfilled') worker.refund(entry.value);
+});
