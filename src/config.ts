@@ -26,7 +26,7 @@ export const LOW_MEMORY_WORKER_SEMI_SPACE_MB = 1;
 export const DEFAULT_VIDEO = { vendor: 'veo', enabled: true, timeoutHours: 24, pollIntervalMs: 2_000, sunset: '2026-12-31' };
 export const QUOTA_PER_USD = 500_000;
 
-export type ModelKind = 'chat' | 'image' | 'video';
+export type ModelKind = 'chat' | 'image' | 'video' | 'embedding';
 
 export interface ModelPrice {
   /** USD per 1M tokens */
@@ -157,6 +157,7 @@ export const EMBEDDED_CONFIG = {
       image: { sizes: ['1024x1024', '1024x1792', '1792x1024'], qualities: ['standard', 'hd'], styles: ['vivid', 'natural'],
         size_multipliers: { '1024x1792': 2, '1792x1024': 2 }, quality_multipliers: { hd: 2 } } },
     { id: 'sim-chat-image', owned_by: 'tollgate-simulator', chat_image: true, price: { per_call: 0.02 } },
+    { id: 'sim-embedding', owned_by: 'tollgate-simulator', kind: 'embedding', price: { input: 0.02 } },
     { id: 'veo3', owned_by: 'tollgate-simulator', kind: 'video', price: { per_call: 0.5 } },
     { id: 'veo3-fast', owned_by: 'tollgate-simulator', kind: 'video', price: { per_call: 0.25 } },
     { id: 'veo3-pro', owned_by: 'tollgate-simulator', kind: 'video', price: { per_call: 1 } },
@@ -164,7 +165,7 @@ export const EMBEDDED_CONFIG = {
   ],
   channels: [
     { name: 'simulator', type: 'simulator',
-      models: ['sim-gpt-mini', 'sim-reasoner', 'sim-claude', 'sim-image', 'sim-chat-image', 'veo3', 'veo3-fast', 'veo3-pro', 'veo3-pro-frames'],
+      models: ['sim-gpt-mini', 'sim-reasoner', 'sim-claude', 'sim-image', 'sim-chat-image', 'sim-embedding', 'veo3', 'veo3-fast', 'veo3-pro', 'veo3-pro-frames'],
       simulator: { first_token_delay_ms: 20, tokens_per_second: 200 } },
   ],
 };
@@ -264,14 +265,19 @@ function parseModel(raw: unknown, index: number, groups: Set<string>): ModelConf
   const at = `model "${raw.id}"`;
   onlyKnown(raw, FIELDS.model, at);
   const kind = (raw.kind ?? 'chat') as ModelKind;
-  if (!['chat', 'image', 'video'].includes(kind)) throw new ConfigError(`${at}: kind must be chat, image or video`);
+  if (!['chat', 'image', 'video', 'embedding'].includes(kind)) throw new ConfigError(`${at}: kind must be chat, image, video or embedding`);
   if (!isObject(raw.price)) throw new ConfigError(`${at} has no price (give price.input/output or price.per_call)`);
   onlyKnown(raw.price, FIELDS.price, `${at}.price`);
   const price: ModelPrice = {};
   for (const field of ['input', 'output', 'cached_input', 'cache_creation_input', 'per_call'] as const) {
     if (raw.price[field] !== undefined) price[field] = num(raw.price, field, 0, `${at}.price`);
   }
-  if (price.per_call === undefined && (price.input === undefined || price.output === undefined)) {
+  if (kind === 'embedding') {
+    // an embedding call has no output: it is billed per input token
+    if (price.input === undefined || price.output !== undefined || price.per_call !== undefined) {
+      throw new ConfigError(`${at} is an embedding model: give price.input (USD per 1M input tokens) and no output or per_call price`);
+    }
+  } else if (price.per_call === undefined && (price.input === undefined || price.output === undefined)) {
     throw new ConfigError(`${at} has no price (give price.input and price.output, or price.per_call)`);
   }
   const modelGroups = stringList(raw.groups, `${at}.groups`);

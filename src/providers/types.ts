@@ -86,6 +86,17 @@ export interface Provider {
   chatCompletions?(call: JsonCall): Promise<UpstreamAnswer>;
   /** Anthropic messages wire format */
   messages?(call: JsonCall): Promise<UpstreamAnswer>;
+  /** OpenAI embeddings wire format (POST /v1/embeddings) */
+  embeddings?(call: JsonCall): Promise<UpstreamAnswer>;
+  /** OpenAI legacy text completions wire format (POST /v1/completions) */
+  completions?(call: JsonCall): Promise<UpstreamAnswer>;
+  /** OpenAI Responses wire format (POST /v1/responses), forwarded as is or translated */
+  responses?(call: JsonCall): Promise<UpstreamAnswer>;
+  /**
+   * The upstream keeps responses itself, so `store: true`, `previous_response_id` and item
+   * references mean something there (true only where `responses` goes to the upstream as is).
+   */
+  storesResponses?: boolean;
   imageGenerations?(call: JsonCall): Promise<UpstreamAnswer>;
   imageEdits?(call: MultipartCall): Promise<UpstreamAnswer>;
   videoSubmit?(call: JsonCall & VideoCall): Promise<UpstreamAnswer>;

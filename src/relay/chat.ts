@@ -35,7 +35,7 @@ function quotaBoundError(): GatewayErrorShape {
 }
 
 /** Usage within the request's bounds: counts above them are billed at the bound (the same object when within). */
-function boundedUsage(usage: Usage, promptBound: number, completionBound: number): Usage {
+export function boundedUsage(usage: Usage, promptBound: number, completionBound: number): Usage {
   if (usage.prompt_tokens <= promptBound && usage.completion_tokens <= completionBound) return usage;
   const prompt = Math.min(usage.prompt_tokens, promptBound);
   const completion = Math.min(usage.completion_tokens, completionBound);
@@ -57,7 +57,7 @@ export function openAIErrorEvent(error: GatewayErrorShape): string {
   return `data: ${JSON.stringify({ error: { message: error.message, type: error.type, param: null, code: error.code } })}\n\n`;
 }
 
-function cachedTokens(usage: Usage): number {
+export function cachedTokens(usage: Usage): number {
   const details = usage.prompt_tokens_details as { cached_tokens?: unknown } | undefined;
   return typeof details?.cached_tokens === 'number' ? details.cached_tokens : 0;
 }

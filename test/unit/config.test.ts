@@ -113,3 +113,11 @@ test('worker_semi_space_mb: the young generation workers start with; 16 by defau
       (error: unknown) => error instanceof ConfigError && error.message.includes('worker_semi_space_mb'), String(bad));
   }
 });
+
+test('an embedding model is priced per input token only', () => {
+  const config = loadConfig({ raw: { models: [{ id: 'embed', kind: 'embedding', price: { input: 0.02 } }] }, env });
+  assert.equal(config.models[0].kind, 'embedding');
+  refused({ models: [{ id: 'embed', kind: 'embedding', price: { input: 0.02, output: 1 } }] }, /model "embed" is an embedding model: give price.input/);
+  refused({ models: [{ id: 'embed', kind: 'embedding', price: { per_call: 0.01 } }] }, /model "embed" is an embedding model/);
+  refused({ models: [{ id: 'embed', kind: 'vector', price: { input: 1 } }] }, /kind must be chat, image, video or embedding/);
+});

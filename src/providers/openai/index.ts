@@ -33,6 +33,9 @@ export const openaiProvider: ProviderFactory = (context): Provider => ({
   messages: messagesOverChat(context, (call, body) => callUpstream(context, call, {
     method: 'POST', url: url(call, '/chat/completions'), headers: jsonHeaders(call), body,
   })),
+  embeddings: (call: JsonCall) => callUpstream(context, call, {
+    method: 'POST', url: url(call, '/embeddings'), headers: jsonHeaders(call), body: call.raw ?? JSON.stringify(call.body),
+  }),
   imageGenerations: (call: JsonCall) => callUpstream(context, call, {
     method: 'POST', url: url(call, '/images/generations'), headers: jsonHeaders(call), body: JSON.stringify(call.body),
   }),

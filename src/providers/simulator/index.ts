@@ -3,6 +3,7 @@
 // box. It goes through the same relay, billing and stream code as a real upstream.
 import { Readable } from 'node:stream';
 import { countChatPromptTokens } from '../../billing/tokens';
+import { countEmbeddingTokens, embeddingInputs, simulateEmbeddings } from '../../formats/openai-embeddings';
 import { simulateChatCompletion, simulateChatStream } from '../../formats/simulated-chat';
 import { simulateImages } from '../../formats/simulated-images';
 import { newTaskId, simulateVideoStep, type VideoTask } from '../../formats/video';
@@ -73,6 +74,14 @@ export const simulatorProvider: ProviderFactory = (context): Provider => withTra
     const tokens = completion.usage?.completion_tokens ?? 0;
     await delay(firstDelay + (tokensPerSecond > 0 ? (tokens * 1000) / tokensPerSecond : 0), call.signal);
     return jsonAnswer(completion);
+  },
+  async embeddings(call: JsonCall): Promise<UpstreamAnswer> {
+    await delay(call.channel.simulator.first_token_delay_ms, call.signal);
+    return jsonAnswer(simulateEmbeddings({
+      model: call.upstreamModel, inputs: embeddingInputs(call.body.input), promptTokens: countEmbeddingTokens(call.body.input),
+      encodingFormat: call.body.encoding_format === 'base64' ? 'base64' : 'float',
+      dimensions: typeof call.body.dimensions === 'number' ? call.body.dimensions : undefined,
+    }));
   },
   async imageGenerations(call: JsonCall): Promise<UpstreamAnswer> {
     await delay(call.channel.simulator.first_token_delay_ms, call.signal);

@@ -1,0 +1,201 @@
+// The relay of the OpenAI endpoints beyond chat (embeddings, legacy completions, responses), after
+// the request checks: the frame they share with chat (admission and reservation in billedCall,
+// failover over the channels whose provider has the capability, the stream pipe) with the answer
+// read whole or rewritten event by event by the endpoint's own dialect code (src/formats), usage
+// from the answer or counted locally, the charge bounded, and the client shown what was billed.
+// The chat route keeps its own tuned path (src/relay/chat.ts); these routes decode every event.
+import type { Caller } from '../auth/api-key';
+import { isPerCall, perCallQuota, usageQuota } from '../billing/pricing';
+import type { ModelConfig } from '../config';
+import type { GatewayContext } from '../context';
+import { badRequest, upstreamError, type GatewayError, type GatewayErrorShape } from '../errors';
+import { isObject, type JsonObject } from '../formats/json-value';
+import type { Usage } from '../formats/openai-usage';
+import { eventTooLarge, SseDecoder, type SseEvent } from '../formats/sse';
+import type { Exchange } from '../http';
+import { MAX_ANSWER_BYTES, readAnswer } from '../providers/http-call';
+import type { JsonCall, Provider, UpstreamAnswer } from '../providers/types';
+import { billedCall } from './billed-call';
+import { boundedUsage, cachedTokens } from './chat';
+import { withFailover, type Attempt } from './failover';
+import { pipeStream, type PipeOutcome, type StreamTransform } from './stream-pipe';
+
+const JSON_HEADERS = { 'content-type': 'application/json' };
+
+export type UsageSource = 'upstream' | 'estimated';
+
+/** The endpoint's stream, rewritten event by event for the client (pure code in src/formats). */
+export interface StreamRewriter {
+  /** what the client gets for this upstream event ('' for nothing) */
+  push(event: SseEvent): string;
+  /** the tail at the upstream's end ('' for nothing) */
+  finish(): string;
+  /** the upstream finished the answer (its terminal event came) */
+  readonly complete: boolean;
+  /** usage to bill: the upstream's when it reported it, else counted from what was delivered */
+  usage(): { usage: Usage; source: UsageSource };
+  /** an error as this endpoint's stream event, once the client has bytes */
+  errorEvent(error: GatewayErrorShape): string;
+}
+
+/** How one endpoint reads and shows its whole (non-stream) answers. */
+export interface WholeAnswerDialect {
+  /** the answer is this endpoint's object (else the upstream answered garbage: 502) */
+  isAnswer(answer: JsonObject): boolean;
+  /** usage the upstream reported, undefined when it reported none */
+  usage(answer: JsonObject): Usage | undefined;
+  /** usage counted locally when the upstream reported none */
+  localUsage(answer: JsonObject): Usage;
+  /** writes the billed usage and the model name the client asked for into the answer */
+  present(answer: JsonObject, usage: Usage, model: string): void;
+}
+
+export interface EndpointCall {
+  exchange: Exchange;
+  context: GatewayContext;
+  caller: Caller;
+  model: ModelConfig;
+  /** the usage record's endpoint */
+  endpoint: string;
+  stream: boolean;
+  /** quota reserved (the request's prompt estimate and its output cap, priced) */
+  estimate: number;
+  /** reported usage above these is a fault, billed at the bound */
+  bounds: { prompt: number; completion: number };
+  /** the provider's capability for this call, undefined when it has none */
+  capability(provider: Provider): ((call: JsonCall) => Promise<UpstreamAnswer>) | undefined;
+  /** the 4xx when no channel serving the model has the capability (channel types given) */
+  incapable(types: string[]): GatewayError;
+  /** the request body for the upstream (the gateway's own fields set); `model` is set per channel */
+  upstreamBody: Record<string, unknown>;
+  whole: WholeAnswerDialect;
+  /** a fresh rewriter per stream attempt (stream calls only) */
+  streamRewriter?(): StreamRewriter;
+}
+
+/**
+ * Channel types that serve the model to the group but lack the capability, or undefined when one
+ * has it. Checked before admission: a call no channel can serve is refused, not billed.
+ */
+function missingCapability(context: GatewayContext, model: ModelConfig, group: string, capable: (provider: Provider) => boolean): string[] | undefined {
+  const types = new Set<string>();
+  for (const channel of context.config.channels) {
+    if (!channel.models.includes(model.id) || !channel.groups.includes(group)) continue;
+    const provider = context.providers.get(channel.type);
+    if (provider !== undefined && capable(provider)) return undefined;
+    types.add(channel.type);
+  }
+  return types.size === 0 ? undefined : [...types];
+}
+
+/** "model X is served by anthropic channels, …": the start of the incapable() messages. */
+export function servedBy(model: ModelConfig, types: string[]): string {
+  return `model ${model.id} is served by ${types.join(' and ')} channel${types.length > 1 ? 's' : ''}`;
+}
+
+/**
+ * The upstream body as JSON text without its `model`, serialised once before admission: a body
+ * nested too deeply to serialise is the client's 400 here, not a failed call later. Each attempt
+ * puts its channel's model name in front (withModel).
+ */
+function serialiseWithoutModel(body: Record<string, unknown>): string {
+  try {
+    return JSON.stringify({ ...body, model: undefined });
+  } catch {
+    throw badRequest('request body is nested too deeply to forward', undefined, 'invalid_json');
+  }
+}
+
+function withModel(rest: string, model: string): string {
+  return rest === '{}' ? `{"model":${JSON.stringify(model)}}` : `{"model":${JSON.stringify(model)},${rest.slice(1)}`;
+}
+
+export const unsupportedEndpoint = (message: string, param = 'model'): GatewayError => badRequest(message, param, 'unsupported_endpoint');
+
+export function relayEndpoint(call: EndpointCall): Promise<void> {
+  const { exchange, context, caller, model, stream } = call;
+  const capable = (provider: Provider) => call.capability(provider) !== undefined;
+  const missing = missingCapability(context, model, caller.key.group, capable);
+  if (missing !== undefined) return Promise.reject(call.incapable(missing));
+  let rest: string;
+  try { rest = serialiseWithoutModel(call.upstreamBody); } catch (error) { return Promise.reject(error); }
+  const perCall = isPerCall(model);
+
+  return billedCall({ exchange, context, caller, model, endpoint: call.endpoint, stream, estimate: call.estimate }, (scope) => {
+    /** settles the call; returns the usage billed (bounded) */
+    const bill = (usage: Usage, source: UsageSource, status: number, endReason: string, firstByteAt: number | null): Usage => {
+      const bounded = boundedUsage(usage, call.bounds.prompt, call.bounds.completion);
+      if (bounded !== usage) {
+        context.log.warn({ model: model.id, channel: scope.channel, prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens,
+          prompt_bound: call.bounds.prompt, completion_bound: call.bounds.completion }, 'upstream usage above what the request can cost: billed at the bound');
+      }
+      const cached = Math.min(cachedTokens(bounded), bounded.prompt_tokens);
+      const quota = perCall ? perCallQuota(model, 1, scope.ratio)
+        : usageQuota(model, { prompt_tokens: bounded.prompt_tokens, completion_tokens: bounded.completion_tokens, cached_tokens: cached }, scope.ratio);
+      scope.settle(quota, {
+        promptTokens: bounded.prompt_tokens, completionTokens: bounded.completion_tokens, cacheReadTokens: cached,
+        usageSource: perCall ? 'per_call' : source,
+      }, status, endReason, firstByteAt);
+      return bounded;
+    };
+    const send = (attempt: Attempt) => {
+      scope.channel = attempt.channel.name;
+      return call.capability(attempt.provider)!({
+        channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream, signal: scope.abort.signal,
+        body: { ...call.upstreamBody, model: attempt.upstreamModel }, raw: withModel(rest, attempt.upstreamModel), readLimit: stream ? undefined : MAX_ANSWER_BYTES,
+      });
+    };
+
+    if (!stream) {
+      return withFailover(context, model, caller.key.group, capable,
+        (attempt) => send(attempt).then((answer) => answer.bytes ?? readAnswer(answer, MAX_ANSWER_BYTES, attempt.channel.name)), scope.abort.signal,
+      ).then(({ result: bytes, attempt }) => {
+        let answer: unknown;
+        try { answer = JSON.parse(bytes.toString('utf8')); } catch { answer = undefined; }
+        if (!isObject(answer) || !call.whole.isAnswer(answer)) {
+          throw upstreamError(502, `upstream channel ${attempt.channel.name} answered with something that is not a ${call.endpoint} answer`, 'upstream_malformed', false);
+        }
+        const reported = call.whole.usage(answer);
+        const usage = reported ?? call.whole.localUsage(answer);
+        const billed = bill(usage, reported ? 'upstream' : 'estimated', 200, 'completed', Date.now());
+        const untouched = reported !== undefined && billed === reported && answer.model === model.id;
+        if (!untouched) call.whole.present(answer, billed, model.id);
+        exchange.respond(200, JSON_HEADERS, untouched ? bytes : JSON.stringify(answer));
+      });
+    }
+
+    let rewriter: StreamRewriter | undefined;
+    return withFailover<PipeOutcome>(context, model, caller.key.group, capable, (attempt) => send(attempt).then((answer) => {
+      const current = call.streamRewriter!();
+      rewriter = current;
+      const decoder = new SseDecoder();
+      const transform: StreamTransform = {
+        push: (chunk) => {
+          let events: SseEvent[];
+          try { events = decoder.push(chunk); } catch {
+            transform.cut = { tail: current.errorEvent(eventTooLarge()), reason: 'upstream_event_too_large' };
+            return null;
+          }
+          let out = '';
+          for (const event of events) out += current.push(event);
+          return out;
+        },
+        finish: () => {
+          let out = '';
+          for (const event of decoder.end()) out += current.push(event);
+          out += current.finish();
+          return current.complete ? out
+            : out + current.errorEvent({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${attempt.channel.name} ended the stream early` });
+        },
+        fail: (error) => current.errorEvent(error),
+        cut: null,
+      };
+      return pipeStream(exchange, answer.body, transform, scope.abort, attempt.channel.name);
+    }), scope.abort.signal).then(({ result: outcome }) => {
+      const current = rewriter!;
+      const endReason = outcome.endReason === 'completed' && !current.complete ? 'upstream_truncated' : outcome.endReason;
+      const { usage, source } = current.usage();
+      bill(usage, source, outcome.error ? outcome.error.status : 200, endReason, outcome.firstByteAt);
+    });
+  });
+}
