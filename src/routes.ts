@@ -11,6 +11,7 @@ import { getModel, listModels } from './handlers/models';
 import { usageLog, usageSummary } from './handlers/usage-log';
 import * as account from './handlers/account-api';
 import { countTokens } from './handlers/count-tokens';
+import { completions } from './handlers/completions';
 import { embeddings } from './handlers/embeddings';
 import { imageEdits, imageGenerations } from './handlers/images';
 import { deprecationHeaders, videoStatus, videoSubmit } from './handlers/video';
@@ -46,6 +47,7 @@ export function routeTable(context: GatewayContext): Route[] {
     { method: 'POST', pattern: '/v1/chat/completions', dialect: 'openai', bodyLimit: 'model', handler: chatCompletions },
     { method: 'POST', pattern: '/v1/messages', dialect: 'anthropic', bodyLimit: 'model', handler: messages },
     { method: 'POST', pattern: '/v1/messages/count_tokens', dialect: 'anthropic', bodyLimit: 'model', handler: countTokens },
+    { method: 'POST', pattern: '/v1/completions', dialect: 'openai', bodyLimit: 'model', handler: completions },
     { method: 'POST', pattern: '/v1/embeddings', dialect: 'openai', bodyLimit: 'model', handler: embeddings },
     { method: 'GET', pattern: '/v1/models', dialect: 'openai', bodyLimit: 'none', handler: listModels },
     { method: 'GET', pattern: '/v1/models/:', dialect: 'openai', bodyLimit: 'none', handler: getModel },

@@ -7,6 +7,7 @@ import { isMultipart, MockError, parseMultipart, parseText, readRaw, sendError, 
 import { handleFile, handleImageEdits, handleImageGenerations } from './images';
 import { handleModel, handleModelList } from './models';
 import { handleChatCompletions } from './openai-chat';
+import { handleCompletions } from './openai-completions';
 import { handleEmbeddings } from './openai-embeddings';
 import {
   Timers, type Dialect, type Exchange, type MockContext, type MockFault, type MockUpstream, type MockUpstreamOptions,
@@ -25,6 +26,7 @@ interface Route {
 
 const ROUTES: Route[] = [
   { method: 'POST', pattern: /^\/v1\/chat\/completions$/, dialect: 'openai', authenticated: true, handle: handleChatCompletions },
+  { method: 'POST', pattern: /^\/v1\/completions$/, dialect: 'openai', authenticated: true, handle: handleCompletions },
   { method: 'POST', pattern: /^\/v1\/embeddings$/, dialect: 'openai', authenticated: true, handle: handleEmbeddings },
   { method: 'POST', pattern: /^\/v1\/messages$/, dialect: 'anthropic', authenticated: true, handle: handleMessages },
   { method: 'POST', pattern: /^\/v1\/images\/generations$/, dialect: 'openai', authenticated: true, handle: handleImageGenerations },

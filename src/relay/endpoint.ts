@@ -34,8 +34,6 @@ export interface StreamRewriter {
   readonly complete: boolean;
   /** usage to bill: the upstream's when it reported it, else counted from what was delivered */
   usage(): { usage: Usage; source: UsageSource };
-  /** an error as this endpoint's stream event, once the client has bytes */
-  errorEvent(error: GatewayErrorShape): string;
 }
 
 /** How one endpoint reads and shows its whole (non-stream) answers. */
@@ -71,6 +69,8 @@ export interface EndpointCall {
   whole: WholeAnswerDialect;
   /** a fresh rewriter per stream attempt (stream calls only) */
   streamRewriter?(): StreamRewriter;
+  /** an error as this endpoint's stream event, once the client has bytes (stream calls only) */
+  errorEvent?(error: GatewayErrorShape): string;
 }
 
 /**
@@ -173,7 +173,7 @@ export function relayEndpoint(call: EndpointCall): Promise<void> {
         push: (chunk) => {
           let events: SseEvent[];
           try { events = decoder.push(chunk); } catch {
-            transform.cut = { tail: current.errorEvent(eventTooLarge()), reason: 'upstream_event_too_large' };
+            transform.cut = { tail: call.errorEvent!(eventTooLarge()), reason: 'upstream_event_too_large' };
             return null;
           }
           let out = '';
@@ -185,9 +185,9 @@ export function relayEndpoint(call: EndpointCall): Promise<void> {
           for (const event of decoder.end()) out += current.push(event);
           out += current.finish();
           return current.complete ? out
-            : out + current.errorEvent({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${attempt.channel.name} ended the stream early` });
+            : out + call.errorEvent!({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${attempt.channel.name} ended the stream early` });
         },
-        fail: (error) => current.errorEvent(error),
+        fail: (error) => call.errorEvent!(error),
         cut: null,
       };
       return pipeStream(exchange, answer.body, transform, scope.abort, attempt.channel.name);

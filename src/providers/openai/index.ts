@@ -36,6 +36,9 @@ export const openaiProvider: ProviderFactory = (context): Provider => ({
   embeddings: (call: JsonCall) => callUpstream(context, call, {
     method: 'POST', url: url(call, '/embeddings'), headers: jsonHeaders(call), body: call.raw ?? JSON.stringify(call.body),
   }),
+  completions: (call: JsonCall) => callUpstream(context, call, {
+    method: 'POST', url: url(call, '/completions'), headers: jsonHeaders(call), body: call.raw ?? JSON.stringify(call.body),
+  }),
   imageGenerations: (call: JsonCall) => callUpstream(context, call, {
     method: 'POST', url: url(call, '/images/generations'), headers: jsonHeaders(call), body: JSON.stringify(call.body),
   }),

@@ -5,6 +5,7 @@ import { Readable } from 'node:stream';
 import { countChatPromptTokens } from '../../billing/tokens';
 import { countEmbeddingTokens, embeddingInputs, simulateEmbeddings } from '../../formats/openai-embeddings';
 import { simulateChatCompletion, simulateChatStream } from '../../formats/simulated-chat';
+import { simulateCompletion, simulateCompletionStream, type SimulatedCompletionsRequest } from '../../formats/simulated-completions';
 import { simulateImages } from '../../formats/simulated-images';
 import { newTaskId, simulateVideoStep, type VideoTask } from '../../formats/video';
 import { messagesOverChat } from '../translated-messages';
@@ -73,6 +74,18 @@ export const simulatorProvider: ProviderFactory = (context): Provider => withTra
     const completion = simulateChatCompletion(request, info) as { usage?: { completion_tokens?: number } };
     const tokens = completion.usage?.completion_tokens ?? 0;
     await delay(firstDelay + (tokensPerSecond > 0 ? (tokens * 1000) / tokensPerSecond : 0), call.signal);
+    return jsonAnswer(completion);
+  },
+  async completions(call: JsonCall): Promise<UpstreamAnswer> {
+    const { first_token_delay_ms: firstDelay, tokens_per_second: tokensPerSecond } = call.channel.simulator;
+    const request = { ...call.body, model: call.upstreamModel } as unknown as SimulatedCompletionsRequest;
+    const promptTokens = estimatePromptTokens(JSON.stringify(call.body.prompt ?? '').length, 1);
+    if (call.stream) {
+      const includeUsage = (call.body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
+      return { status: 200, contentType: 'text/event-stream', body: pacedStream(simulateCompletionStream(request, promptTokens, includeUsage), firstDelay, tokensPerSecond, call.signal) };
+    }
+    const completion = simulateCompletion(request, promptTokens) as { usage: { completion_tokens: number } };
+    await delay(firstDelay + (tokensPerSecond > 0 ? (completion.usage.completion_tokens * 1000) / tokensPerSecond : 0), call.signal);
     return jsonAnswer(completion);
   },
   async embeddings(call: JsonCall): Promise<UpstreamAnswer> {

@@ -1,0 +1,59 @@
+// POST /v1/completions (OpenAI legacy text completions): the checks of DESIGN §5 in their order,
+// then the relay. Billed like chat (prompt and completion tokens); served by channels whose
+// provider has the endpoint (OpenAI-compatible ones, the simulator), a 400 that says so elsewhere.
+import { authenticateKey } from '../auth/api-key';
+import { estimateQuota, isPerCall, perCallQuota } from '../billing/pricing';
+import { countTokens, estimatePromptTokens } from '../billing/tokens';
+import { badRequest } from '../errors';
+import { isObject } from '../formats/json-value';
+import { completionsUsage, completionText, CompletionsStream, countPromptTokens, validateCompletionsRequest } from '../formats/openai-completions';
+import { openAIErrorEvent } from '../relay/chat';
+import { relayEndpoint, servedBy, unsupportedEndpoint } from '../relay/endpoint';
+import { resolveModel } from '../relay/permissions';
+import type { RouteHandler } from '../routes';
+import { readJsonObject } from './request-body';
+
+/** prompt tokens a provider may add of its own beyond the request's bytes, for the bound on reported usage */
+const PROMPT_BOUND_SLACK = 4096;
+
+export const completions: RouteHandler = async (exchange, _params, context) => {
+  const caller = authenticateKey(exchange, context.store);
+  const body = await readJsonObject(exchange);
+  const info = validateCompletionsRequest(body);
+  const model = resolveModel(context.config, context.models, caller.key, info.model);
+  if (model.kind !== 'chat' || model.chat_image) {
+    throw badRequest(`model ${model.id} is ${model.chat_image ? 'a chat image' : `a ${model.kind}`} model and cannot be used for text completions`, 'model', 'model_not_supported');
+  }
+  if (model.reasoning) throw badRequest(`model ${model.id} is a reasoning model and has no legacy text completions; use /v1/chat/completions`, 'model', 'model_not_supported');
+  const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
+  const generated = info.generatedPerPrompt * info.promptCount;
+  const maxOutput = (info.maxTokens ?? model.max_output_tokens) * generated;
+  const promptEstimate = estimatePromptTokens(info.promptBytes, info.promptCount) + info.promptTokenIds;
+  // the gateway always asks a stream for its usage; the client sees the usage chunk only when it asked
+  const upstreamBody = info.stream ? { ...body, stream_options: { ...(isObject(body.stream_options) ? body.stream_options : {}), include_usage: true } } : body;
+  await relayEndpoint({
+    exchange, context, caller, model, endpoint: 'completions', stream: info.stream,
+    estimate: isPerCall(model) ? perCallQuota(model, 1, ratio) : estimateQuota(model, promptEstimate, maxOutput, ratio),
+    bounds: { prompt: 2 * info.promptBytes + info.promptTokenIds + PROMPT_BOUND_SLACK, completion: maxOutput },
+    capability: (provider) => provider.completions,
+    incapable: (types) => unsupportedEndpoint(`${servedBy(model, types)}, which have no legacy text completions endpoint (/v1/completions); use /v1/chat/completions`),
+    upstreamBody,
+    whole: {
+      isAnswer: (answer) => Array.isArray(answer.choices),
+      usage: (answer) => completionsUsage(answer.usage),
+      localUsage: (answer) => {
+        const prompt = countPromptTokens(body);
+        const completion = countTokens(completionText(answer));
+        return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+      },
+      present: (answer, usage, modelId) => {
+        answer.model = modelId;
+        answer.usage = { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.prompt_tokens + usage.completion_tokens };
+      },
+    },
+    streamRewriter: () => new CompletionsStream({
+      model: model.id, rewriteModel: true, includeUsage: info.includeUsageRequested, promptTokens: () => countPromptTokens(body),
+    }),
+    errorEvent: openAIErrorEvent,
+  });
+};
