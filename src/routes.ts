@@ -13,6 +13,7 @@ import * as account from './handlers/account-api';
 import { countTokens } from './handlers/count-tokens';
 import { completions } from './handlers/completions';
 import { embeddings } from './handlers/embeddings';
+import { responses } from './handlers/responses';
 import { imageEdits, imageGenerations } from './handlers/images';
 import { deprecationHeaders, videoStatus, videoSubmit } from './handlers/video';
 import { consoleHandlers } from './handlers/console';
@@ -47,6 +48,7 @@ export function routeTable(context: GatewayContext): Route[] {
     { method: 'POST', pattern: '/v1/chat/completions', dialect: 'openai', bodyLimit: 'model', handler: chatCompletions },
     { method: 'POST', pattern: '/v1/messages', dialect: 'anthropic', bodyLimit: 'model', handler: messages },
     { method: 'POST', pattern: '/v1/messages/count_tokens', dialect: 'anthropic', bodyLimit: 'model', handler: countTokens },
+    { method: 'POST', pattern: '/v1/responses', dialect: 'openai', bodyLimit: 'model', handler: responses },
     { method: 'POST', pattern: '/v1/completions', dialect: 'openai', bodyLimit: 'model', handler: completions },
     { method: 'POST', pattern: '/v1/embeddings', dialect: 'openai', bodyLimit: 'model', handler: embeddings },
     { method: 'GET', pattern: '/v1/models', dialect: 'openai', bodyLimit: 'none', handler: listModels },

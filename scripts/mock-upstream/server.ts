@@ -9,6 +9,7 @@ import { handleModel, handleModelList } from './models';
 import { handleChatCompletions } from './openai-chat';
 import { handleCompletions } from './openai-completions';
 import { handleEmbeddings } from './openai-embeddings';
+import { handleResponses } from './openai-responses';
 import {
   Timers, type Dialect, type Exchange, type MockContext, type MockFault, type MockUpstream, type MockUpstreamOptions,
   type RecordedRequest,
@@ -26,6 +27,7 @@ interface Route {
 
 const ROUTES: Route[] = [
   { method: 'POST', pattern: /^\/v1\/chat\/completions$/, dialect: 'openai', authenticated: true, handle: handleChatCompletions },
+  { method: 'POST', pattern: /^\/v1\/responses$/, dialect: 'openai', authenticated: true, handle: handleResponses },
   { method: 'POST', pattern: /^\/v1\/completions$/, dialect: 'openai', authenticated: true, handle: handleCompletions },
   { method: 'POST', pattern: /^\/v1\/embeddings$/, dialect: 'openai', authenticated: true, handle: handleEmbeddings },
   { method: 'POST', pattern: /^\/v1\/messages$/, dialect: 'anthropic', authenticated: true, handle: handleMessages },

@@ -7,14 +7,11 @@ import { countTokens, estimatePromptTokens } from '../billing/tokens';
 import { badRequest } from '../errors';
 import { isObject } from '../formats/json-value';
 import { completionsUsage, completionText, CompletionsStream, countPromptTokens, validateCompletionsRequest } from '../formats/openai-completions';
-import { openAIErrorEvent } from '../relay/chat';
+import { openAIErrorEvent, promptBoundOf } from '../relay/chat';
 import { relayEndpoint, servedBy, unsupportedEndpoint } from '../relay/endpoint';
 import { resolveModel } from '../relay/permissions';
 import type { RouteHandler } from '../routes';
 import { readJsonObject } from './request-body';
-
-/** prompt tokens a provider may add of its own beyond the request's bytes, for the bound on reported usage */
-const PROMPT_BOUND_SLACK = 4096;
 
 export const completions: RouteHandler = async (exchange, _params, context) => {
   const caller = authenticateKey(exchange, context.store);
@@ -34,7 +31,7 @@ export const completions: RouteHandler = async (exchange, _params, context) => {
   await relayEndpoint({
     exchange, context, caller, model, endpoint: 'completions', stream: info.stream,
     estimate: isPerCall(model) ? perCallQuota(model, 1, ratio) : estimateQuota(model, promptEstimate, maxOutput, ratio),
-    bounds: { prompt: 2 * info.promptBytes + info.promptTokenIds + PROMPT_BOUND_SLACK, completion: maxOutput },
+    bounds: { prompt: promptBoundOf(info.promptBytes, 0) + info.promptTokenIds, completion: maxOutput },
     capability: (provider) => provider.completions,
     incapable: (types) => unsupportedEndpoint(`${servedBy(model, types)}, which have no legacy text completions endpoint (/v1/completions); use /v1/chat/completions`),
     upstreamBody,

@@ -93,10 +93,11 @@ export interface Provider {
   /** OpenAI Responses wire format (POST /v1/responses), forwarded as is or translated */
   responses?(call: JsonCall): Promise<UpstreamAnswer>;
   /**
-   * The upstream keeps responses itself, so `store: true`, `previous_response_id` and item
-   * references mean something there (true only where `responses` goes to the upstream as is).
+   * `responses` goes to an upstream that speaks the Responses API itself, so what only such an
+   * upstream can honour (`store: true`, `previous_response_id`, item references, built-in tools)
+   * goes there too; a translated `responses` refuses those up front.
    */
-  storesResponses?: boolean;
+  responsesNative?: boolean;
   imageGenerations?(call: JsonCall): Promise<UpstreamAnswer>;
   imageEdits?(call: MultipartCall): Promise<UpstreamAnswer>;
   videoSubmit?(call: JsonCall & VideoCall): Promise<UpstreamAnswer>;

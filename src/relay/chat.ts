@@ -42,6 +42,14 @@ export function boundedUsage(usage: Usage, promptBound: number, completionBound:
   return { ...usage, prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
+/**
+ * Prompt tokens above this are not a count but a fault, billed at the bound. A token is at least a
+ * byte of the prompt; the slack covers what a provider adds itself (tool-use system prompts, templates).
+ */
+export function promptBoundOf(promptBytes: number, imageCount: number): number {
+  return 2 * promptBytes + PROMPT_BOUND_SLACK + MAX_IMAGE_TOKENS * imageCount;
+}
+
 export interface ChatCall {
   exchange: Exchange;
   context: GatewayContext;
@@ -81,9 +89,7 @@ export function relayChatCompletions(call: ChatCall): Promise<void> {
   const promptBytes = raw.length - info.mediaBytes;
   const promptEstimate = estimatePromptTokens(promptBytes, info.messageCount, info.imageCount);
   const estimate = perCall ? perCallQuota(model, info.n, ratio) : estimateQuota(model, promptEstimate, maxOutput, ratio);
-  // Usage above these is not a count but a fault, billed at the bound. A token is at least a byte of
-  // the prompt; the slack covers what a provider adds itself (tool-use system prompts, templates).
-  const promptBound = 2 * promptBytes + PROMPT_BOUND_SLACK + MAX_IMAGE_TOKENS * info.imageCount;
+  const promptBound = promptBoundOf(promptBytes, info.imageCount);
   const maxTokensDefault = model.reasoning ? model.max_output_tokens : undefined;
   const capable = (provider: Provider) => provider.chatCompletions !== undefined;
 

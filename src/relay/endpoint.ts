@@ -4,7 +4,6 @@
 // read whole or rewritten event by event by the endpoint's own dialect code (src/formats), usage
 // from the answer or counted locally, the charge bounded, and the client shown what was billed.
 // The chat route keeps its own tuned path (src/relay/chat.ts); these routes decode every event.
-import type { Caller } from '../auth/api-key';
 import { isPerCall, perCallQuota, usageQuota } from '../billing/pricing';
 import type { ModelConfig } from '../config';
 import type { GatewayContext } from '../context';
@@ -12,10 +11,9 @@ import { badRequest, upstreamError, type GatewayError, type GatewayErrorShape } 
 import { isObject, type JsonObject } from '../formats/json-value';
 import type { Usage } from '../formats/openai-usage';
 import { eventTooLarge, SseDecoder, type SseEvent } from '../formats/sse';
-import type { Exchange } from '../http';
 import { MAX_ANSWER_BYTES, readAnswer } from '../providers/http-call';
 import type { JsonCall, Provider, UpstreamAnswer } from '../providers/types';
-import { billedCall } from './billed-call';
+import { billedCall, type BilledCallOptions } from './billed-call';
 import { boundedUsage, cachedTokens } from './chat';
 import { withFailover, type Attempt } from './failover';
 import { pipeStream, type PipeOutcome, type StreamTransform } from './stream-pipe';
@@ -32,8 +30,12 @@ export interface StreamRewriter {
   finish(): string;
   /** the upstream finished the answer (its terminal event came) */
   readonly complete: boolean;
+  /** the upstream reported a failure in the stream (its own error event) */
+  readonly upstreamError?: boolean;
   /** usage to bill: the upstream's when it reported it, else counted from what was delivered */
   usage(): { usage: Usage; source: UsageSource };
+  /** an error as this stream's event, when it needs the stream's own state (else EndpointCall.errorEvent) */
+  errorEvent?(error: GatewayErrorShape): string;
 }
 
 /** How one endpoint reads and shows its whole (non-stream) answers. */
@@ -48,16 +50,8 @@ export interface WholeAnswerDialect {
   present(answer: JsonObject, usage: Usage, model: string): void;
 }
 
-export interface EndpointCall {
-  exchange: Exchange;
-  context: GatewayContext;
-  caller: Caller;
-  model: ModelConfig;
-  /** the usage record's endpoint */
-  endpoint: string;
-  stream: boolean;
-  /** quota reserved (the request's prompt estimate and its output cap, priced) */
-  estimate: number;
+/** A call to one of these endpoints: the billed call's frame (endpoint, stream, estimate, …) and the endpoint's dialect. */
+export interface EndpointCall extends BilledCallOptions {
   /** reported usage above these is a fault, billed at the bound */
   bounds: { prompt: number; completion: number };
   /** the provider's capability for this call, undefined when it has none */
@@ -168,12 +162,13 @@ export function relayEndpoint(call: EndpointCall): Promise<void> {
     return withFailover<PipeOutcome>(context, model, caller.key.group, capable, (attempt) => send(attempt).then((answer) => {
       const current = call.streamRewriter!();
       rewriter = current;
+      const errorEvent = (error: GatewayErrorShape) => current.errorEvent?.(error) ?? call.errorEvent!(error);
       const decoder = new SseDecoder();
       const transform: StreamTransform = {
         push: (chunk) => {
           let events: SseEvent[];
           try { events = decoder.push(chunk); } catch {
-            transform.cut = { tail: call.errorEvent!(eventTooLarge()), reason: 'upstream_event_too_large' };
+            transform.cut = { tail: errorEvent(eventTooLarge()), reason: 'upstream_event_too_large' };
             return null;
           }
           let out = '';
@@ -184,16 +179,17 @@ export function relayEndpoint(call: EndpointCall): Promise<void> {
           let out = '';
           for (const event of decoder.end()) out += current.push(event);
           out += current.finish();
-          return current.complete ? out
-            : out + call.errorEvent!({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${attempt.channel.name} ended the stream early` });
+          return current.complete || current.upstreamError ? out
+            : out + errorEvent({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${attempt.channel.name} ended the stream early` });
         },
-        fail: (error) => call.errorEvent!(error),
+        fail: errorEvent,
         cut: null,
       };
       return pipeStream(exchange, answer.body, transform, scope.abort, attempt.channel.name);
     }), scope.abort.signal).then(({ result: outcome }) => {
       const current = rewriter!;
-      const endReason = outcome.endReason === 'completed' && !current.complete ? 'upstream_truncated' : outcome.endReason;
+      const endReason = outcome.endReason !== 'completed' ? outcome.endReason
+        : current.upstreamError ? 'upstream_error' : current.complete ? 'completed' : 'upstream_truncated';
       const { usage, source } = current.usage();
       bill(usage, source, outcome.error ? outcome.error.status : 200, endReason, outcome.firstByteAt);
     });

@@ -2,35 +2,18 @@
 // deeply nested JSON, wrong types, huge inputs, and clients that leave; every scenario ends with the
 // money invariants (test/helpers/money.ts).
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { call, FRONTS } from '../helpers/gateway';
-import { assertMoneyInvariants, moneySnapshot, type MoneySnapshot } from '../helpers/money';
-import { createKey, eventually, flushCharges, type ChatSetup } from '../integration/chat-harness';
-import { startEndpointsSetup } from '../integration/endpoints-harness';
+import { createKey, eventually, flushCharges } from '../integration/chat-harness';
+import { endpointsSuite } from '../integration/endpoints-harness';
 
 /** `depth` nested arrays as JSON text, built without recursion. */
 const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
 
 for (const front of FRONTS) describe(`hostile input on the OpenAI endpoints beyond chat (${front} front)`, () => {
-  let setup: ChatSetup;
-  let key: { id: number; key: string };
-  let before0: MoneySnapshot;
-  const store = () => setup.gateway.gateway.context.store;
-  const records = () => store().usage.list(1, { keyId: key.id }, 0, 1000).items;
-
-  before(async () => {
-    setup = await startEndpointsSetup({ front });
-    await store().accounts.topUp(1, 100_000_000);
-    key = await createKey(setup.url, setup.gateway.adminToken, { remain_quota: 2_000_000 });
-  });
-  after(async () => { await setup?.close(); });
-  beforeEach(async () => {
-    setup.mock.reset();
-    await flushCharges(setup);
-    before0 = moneySnapshot(store());
-  });
-  const settled = async (label: string) => { await flushCharges(setup); return assertMoneyInvariants(store(), before0, label); };
-  const post = (path: string, rawBody: string) => call(setup.url, 'POST', path, { token: `Bearer ${key.key}`, rawBody });
+  const suite = endpointsSuite({ front, remainQuota: 2_000_000 });
+  const { records, settled } = suite;
+  const post = (path: string, rawBody: string) => call(suite.setup.url, 'POST', path, { token: `Bearer ${suite.key.key}`, rawBody });
 
   test('embeddings: malformed JSON, wrong types and deep nesting are 400s naming the problem, never a 500', async () => {
     const bodies: Array<[string, RegExp]> = [
@@ -52,7 +35,7 @@ for (const front of FRONTS) describe(`hostile input on the OpenAI endpoints beyo
       assert.equal(typeof answer.json?.error?.message, 'string', answer.text.slice(0, 200));
       assert.match(answer.json.error.message, message);
     }
-    assert.equal(setup.mock.requests.length, 0);
+    assert.equal(suite.setup.mock.requests.length, 0);
     assert.equal(await settled('embeddings garbage'), 0);
   });
 
@@ -61,7 +44,7 @@ for (const front of FRONTS) describe(`hostile input on the OpenAI endpoints beyo
     const answer = await post('/v1/embeddings', JSON.stringify({ model: 'mock-embedding', input, encoding_format: 'base64' }));
     assert.equal(answer.status, 200, answer.text.slice(0, 300));
     assert.equal(answer.json.data.length, 2048);
-    await flushCharges(setup);
+    await flushCharges(suite.setup);
     assert.equal(records()[0].prompt_tokens, answer.json.usage.prompt_tokens);
     await settled('many inputs');
   });
@@ -74,19 +57,94 @@ for (const front of FRONTS) describe(`hostile input on the OpenAI endpoints beyo
   });
 
   test('embeddings: a client gone while the upstream is silent is noticed at once, recorded, nothing charged', async () => {
-    setup.mock.script({ delayHeadersMs: 5000 });
+    suite.setup.mock.script({ delayHeadersMs: 5000 });
     const controller = new AbortController();
-    const pending = fetch(`${setup.url}/v1/embeddings`, {
+    const pending = fetch(`${suite.setup.url}/v1/embeddings`, {
       method: 'POST', signal: controller.signal,
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key.key}` },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${suite.key.key}` },
       body: JSON.stringify({ model: 'mock-embedding', input: 'hello' }),
     }).catch(() => undefined);
-    await eventually(() => setup.mock.requests.length === 1, 2000, 'the upstream request');
+    await eventually(() => suite.setup.mock.requests.length === 1, 2000, 'the upstream request');
     controller.abort();
     await pending;
-    await eventually(() => setup.mock.requests[0].aborted, 1500, 'the upstream request aborted');
-    await eventually(async () => { await flushCharges(setup); return records()[0]?.end_reason === 'client_gone'; }, 1500, 'the usage record');
+    await eventually(() => suite.setup.mock.requests[0].aborted, 1500, 'the upstream request aborted');
+    await eventually(async () => { await flushCharges(suite.setup); return records()[0]?.end_reason === 'client_gone'; }, 1500, 'the usage record');
     assert.equal(records()[0].quota, 0);
     await settled('embeddings client gone');
+  });
+  for (const [path, model] of [['/v1/completions', 'mock-chat'], ['/v1/responses', 'mock-chat'], ['/v1/responses', 'anthropic-chat']] as const) {
+    const field = path === '/v1/completions' ? 'prompt' : 'input';
+    test(`${path} (${model}): malformed JSON, wrong types, deep nesting are 400s naming the problem`, async () => {
+      const bodies: string[] = [
+        `{"model":"${model}","${field}":"x"`,
+        `{"model":"${model}","${field}":"x","stream":"true"}`,
+        `{"model":"${model}","${field}":null}`,
+        `{"model":"${model}","${field}":[{"role":"user","content":7}]}`,
+        `{"model":"${model}","${field}":"x","max_tokens":1e400,"max_output_tokens":1e400}`,
+        `{"model":"${model}","${field}":${nested(50_000)}}`,
+        `{"model":"${model}","${field}":"x","tools":[{"type":"function","name":"f","parameters":${nested(50_000)}}]}`,
+        `{"model":"${model}","${field}":"x","extra":{"a":${nested(50_000)}}}`,
+      ];
+      for (const body of bodies) {
+        const answer = await post(path, body);
+        assert.ok(answer.status >= 400 && answer.status < 500, `${body.slice(0, 90)} → ${answer.status} ${answer.text.slice(0, 200)}`);
+        assert.equal(typeof answer.json?.error?.message, 'string', answer.text.slice(0, 200));
+      }
+      assert.equal(suite.setup.mock.requests.length, 0);
+      assert.equal(await settled(`${path} garbage`), 0);
+    });
+
+    test(`${path} (${model}): a client gone mid-stream aborts the upstream; billed for what was delivered, within the reservation`, async () => {
+      suite.setup.mock.script({ silenceAfterChunks: 3, silenceMs: 5000 });
+      const controller = new AbortController();
+      const response = await fetch(`${suite.setup.url}${path}`, {
+        method: 'POST', signal: controller.signal,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${suite.key.key}` },
+        body: JSON.stringify({ model, [field]: 'hello', stream: true, max_tokens: 50, ...(path === '/v1/responses' ? { max_output_tokens: 50, max_tokens: undefined } : {}) }),
+      });
+      assert.equal(response.status, 200);
+      const reader = response.body!.getReader();
+      await reader.read();
+      controller.abort();
+      // the call ends (and is billed) when the client goes; the upstream request is aborted with it
+      await eventually(async () => { await flushCharges(suite.setup); return records()[0]?.end_reason === 'client_gone'; }, 2000, 'the usage record');
+      await eventually(() => suite.setup.mock.requests[0]?.aborted === true, 10_000, 'the upstream request aborted');
+      const record = records()[0];
+      assert.equal(record.usage_source, 'estimated');
+      assert.ok(record.completion_tokens < 20, `billed ${record.completion_tokens} completion tokens`);
+      await settled(`${path} client gone`);
+    });
+  }
+
+  test('responses: a huge input (2,000 items, 8 MB) is served and billed within the reservation; a cap too small refuses it up front', async () => {
+    const input = Array.from({ length: 2000 }, (_, index) => ({ role: index % 2 === 0 ? 'user' : 'assistant', content: `${index} ${'word '.repeat(800)}` }));
+    const body = JSON.stringify({ model: 'mock-chat', input, max_output_tokens: 5 });
+    assert.ok(body.length > 8_000_000);
+    const answer = await post('/v1/responses', body);
+    assert.equal(answer.status, 200, answer.text.slice(0, 300));
+    await flushCharges(suite.setup);
+    assert.equal(records()[0].prompt_tokens, answer.json.usage.input_tokens);
+    const small = await createKey(suite.setup.url, suite.setup.gateway.adminToken, { remain_quota: 100 });
+    const refused = await call(suite.setup.url, 'POST', '/v1/responses', { token: `Bearer ${small.key}`, rawBody: body });
+    assert.equal(refused.status, 429);
+    assert.equal(refused.json.error.code, 'insufficient_quota');
+    await settled('huge responses input');
+  });
+
+  test('responses and completions: an upstream reporting absurd usage is billed at the bound, never past the cap', async () => {
+    const capped = await createKey(suite.setup.url, suite.setup.gateway.adminToken, { remain_quota: 3000 });
+    for (const [path, body] of [
+      ['/v1/responses', { model: 'mock-chat', input: 'hi', max_output_tokens: 20 }],
+      ['/v1/completions', { model: 'mock-chat', prompt: 'hi', max_tokens: 20 }],
+      ['/v1/responses', { model: 'mock-chat', input: 'hi', max_output_tokens: 20, stream: true }],
+    ] as const) {
+      suite.setup.mock.script({ usageOverride: { prompt_tokens: 1_000_000_000, completion_tokens: 1_000_000_000 } });
+      const answer = await call(suite.setup.url, 'POST', path, { token: `Bearer ${capped.key}`, body });
+      assert.equal(answer.status, 200, answer.text.slice(0, 200));
+    }
+    const charged = await settled('absurd usage');
+    assert.ok(charged <= 3000, `charged ${charged} on a 3,000 cap`);
+    const own = suite.store().usage.list(1, { keyId: capped.id }, 0, 100).items;
+    assert.ok(own.every((record) => record.completion_tokens <= 20), own.map((record) => record.completion_tokens).join(','));
   });
 });

@@ -2,39 +2,21 @@
 // upstream) and the simulator, stream and not, with the openai SDK: usage shown equal to the usage
 // record, billed like chat; a channel type without the endpoint is a 400 that says so.
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { call } from '../helpers/gateway';
-import { assertMoneyInvariants, moneySnapshot, type MoneySnapshot } from '../helpers/money';
-import { client, createKey, expectApiError, expectedUsageQuota, flushCharges, MOCK_PIECES, sseEvents, type ChatSetup } from './chat-harness';
-import { startEndpointsSetup } from './endpoints-harness';
+import { client, expectApiError, expectedUsageQuota, MOCK_PIECES, sseEvents } from './chat-harness';
+import { endpointsSuite } from './endpoints-harness';
 
 const MOCK_CHAT_PRICE = { input: 0.15, output: 0.6 };
 
 describe('POST /v1/completions', () => {
-  let setup: ChatSetup;
-  let key: { id: number; key: string };
-  let before0: MoneySnapshot;
-  const store = () => setup.gateway.gateway.context.store;
-  const records = () => store().usage.list(1, { keyId: key.id }, 0, 1000).items;
-  const lastRecord = async () => { await flushCharges(setup); return records()[0]; };
-
-  before(async () => {
-    setup = await startEndpointsSetup();
-    await store().accounts.topUp(1, 100_000_000);
-    key = await createKey(setup.url, setup.gateway.adminToken, { remain_quota: 5_000_000 });
-  });
-  after(async () => { await setup?.close(); });
-  beforeEach(async () => {
-    setup.mock.reset();
-    await flushCharges(setup);
-    before0 = moneySnapshot(store());
-  });
-  const settled = async (label: string) => { await flushCharges(setup); return assertMoneyInvariants(store(), before0, label); };
+  const suite = endpointsSuite({ remainQuota: 5_000_000 });
+  const { lastRecord, settled } = suite;
 
   test('non-stream on an OpenAI-compatible channel: forwarded as is, usage = the record, billed like chat', async () => {
-    const answer = await client(setup.url, key.key).completions.create({ model: 'mock-chat', prompt: 'Say this is a test', max_tokens: 7, temperature: 0 });
-    const sent = setup.mock.requests[0];
+    const answer = await client(suite.setup.url, suite.key.key).completions.create({ model: 'mock-chat', prompt: 'Say this is a test', max_tokens: 7, temperature: 0 });
+    const sent = suite.setup.mock.requests[0];
     assert.equal(sent.path, '/v1/completions');
     assert.deepEqual(sent.body, { model: 'mock-chat', prompt: 'Say this is a test', max_tokens: 7, temperature: 0 });
     assert.equal(answer.object, 'text_completion');
@@ -50,7 +32,7 @@ describe('POST /v1/completions', () => {
   });
 
   test('stream with include_usage: the SDK sees every piece, then the usage chunk equal to the record', async () => {
-    const stream = await client(setup.url, key.key).completions.create({
+    const stream = await client(suite.setup.url, suite.key.key).completions.create({
       model: 'mock-chat', prompt: ['first prompt', 'second'], stream: true, stream_options: { include_usage: true },
     });
     const texts = new Map<number, string>();
@@ -61,7 +43,7 @@ describe('POST /v1/completions', () => {
       if (chunk.usage) usage = chunk.usage;
     }
     assert.equal(texts.size, 2, 'one choice per prompt');
-    assert.equal(setup.mock.requests[0].path, '/v1/completions');
+    assert.equal(suite.setup.mock.requests[0].path, '/v1/completions');
     const record = await lastRecord();
     assert.deepEqual(usage, { prompt_tokens: record.prompt_tokens, completion_tokens: record.completion_tokens, total_tokens: record.prompt_tokens + record.completion_tokens });
     assert.equal(record.completion_tokens, 2 * 16, 'max_tokens defaults to 16 at the upstream');
@@ -70,9 +52,9 @@ describe('POST /v1/completions', () => {
   });
 
   test('stream without include_usage: the gateway still asks for usage and bills it; the client gets no usage chunk', async () => {
-    const answer = await call(setup.url, 'POST', '/v1/completions', { token: `Bearer ${key.key}`, body: { model: 'mock-chat', prompt: 'hi', stream: true, max_tokens: 50 } });
+    const answer = await call(suite.setup.url, 'POST', '/v1/completions', { token: `Bearer ${suite.key.key}`, body: { model: 'mock-chat', prompt: 'hi', stream: true, max_tokens: 50 } });
     assert.equal(answer.status, 200);
-    assert.deepEqual((setup.mock.requests[0].body as { stream_options: unknown }).stream_options, { include_usage: true });
+    assert.deepEqual((suite.setup.mock.requests[0].body as { stream_options: unknown }).stream_options, { include_usage: true });
     const events = sseEvents(answer.text);
     assert.equal(events.at(-1)!.data, '[DONE]');
     assert.ok(events.slice(0, -1).every((event) => event.json?.object === 'text_completion' && event.json.usage === undefined), answer.text.slice(-400));
@@ -83,9 +65,9 @@ describe('POST /v1/completions', () => {
   });
 
   test('a stream whose upstream reports no usage: counted, billed, and the usage chunk shows what was billed', async () => {
-    setup.mock.script({ omitUsage: true });
-    const answer = await call(setup.url, 'POST', '/v1/completions', {
-      token: `Bearer ${key.key}`, body: { model: 'mock-chat', prompt: 'hello there', stream: true, stream_options: { include_usage: true }, max_tokens: 50 },
+    suite.setup.mock.script({ omitUsage: true });
+    const answer = await call(suite.setup.url, 'POST', '/v1/completions', {
+      token: `Bearer ${suite.key.key}`, body: { model: 'mock-chat', prompt: 'hello there', stream: true, stream_options: { include_usage: true }, max_tokens: 50 },
     });
     const events = sseEvents(answer.text);
     const usageChunk = events.at(-2)!.json;
@@ -98,8 +80,8 @@ describe('POST /v1/completions', () => {
   });
 
   test('a stream the upstream drops mid-way ends with an error event and is billed for what was delivered', async () => {
-    setup.mock.script({ resetAfterChunks: 5 });
-    const answer = await call(setup.url, 'POST', '/v1/completions', { token: `Bearer ${key.key}`, body: { model: 'mock-chat', prompt: 'hi', stream: true, max_tokens: 50 } });
+    suite.setup.mock.script({ resetAfterChunks: 5 });
+    const answer = await call(suite.setup.url, 'POST', '/v1/completions', { token: `Bearer ${suite.key.key}`, body: { model: 'mock-chat', prompt: 'hi', stream: true, max_tokens: 50 } });
     const events = sseEvents(answer.text);
     assert.ok(events.at(-1)!.json?.error, answer.text.slice(-300));
     const record = await lastRecord();
@@ -110,7 +92,7 @@ describe('POST /v1/completions', () => {
   });
 
   test('the simulator answers text completions, stream and not, with usage = the record', async () => {
-    const sdk = client(setup.url, key.key);
+    const sdk = client(suite.setup.url, suite.key.key);
     const whole = await sdk.completions.create({ model: 'sim-gpt-mini', prompt: 'Once upon a time', max_tokens: 5 });
     assert.equal(whole.choices[0].finish_reason, 'length');
     assert.equal(whole.usage!.completion_tokens, 5);
@@ -132,7 +114,7 @@ describe('POST /v1/completions', () => {
   });
 
   test('a model served only by an anthropic channel is a 400 naming the missing endpoint; bad requests name the field', async () => {
-    const sdk = client(setup.url, key.key);
+    const sdk = client(suite.setup.url, suite.key.key);
     await expectApiError(sdk.completions.create({ model: 'anthropic-chat', prompt: 'hi' }), OpenAI.BadRequestError,
       { status: 400, code: 'unsupported_endpoint', param: 'model', message: /anthropic channel.*no legacy text completions endpoint/ });
     const cases: Array<[Record<string, unknown>, string]> = [
@@ -148,7 +130,7 @@ describe('POST /v1/completions', () => {
     for (const [body, param] of cases) {
       await expectApiError(sdk.completions.create(body as never), OpenAI.BadRequestError, { status: 400, param });
     }
-    assert.equal(setup.mock.requests.length, 0);
+    assert.equal(suite.setup.mock.requests.length, 0);
     assert.equal(await settled('refused'), 0);
   });
 });

@@ -2,36 +2,18 @@
 // the openai SDK's embeddings.create (float and base64), token-array inputs, dimensions passed
 // through, usage shown equal to the usage record, billing per input token, errors in OpenAI's shape.
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { call } from '../helpers/gateway';
-import { assertMoneyInvariants, moneySnapshot, type MoneySnapshot } from '../helpers/money';
-import { client, createKey, expectApiError, flushCharges, type ChatSetup } from './chat-harness';
-import { inputOnlyQuota, startEndpointsSetup } from './endpoints-harness';
+import { client, createKey, expectApiError, flushCharges } from './chat-harness';
+import { endpointsSuite, inputOnlyQuota } from './endpoints-harness';
 
 describe('POST /v1/embeddings', () => {
-  let setup: ChatSetup;
-  let key: { id: number; key: string };
-  let before0: MoneySnapshot;
-  const store = () => setup.gateway.gateway.context.store;
-  const records = () => store().usage.list(1, { keyId: key.id }, 0, 1000).items;
-  const lastRecord = async () => { await flushCharges(setup); return records()[0]; };
-
-  before(async () => {
-    setup = await startEndpointsSetup();
-    await store().accounts.topUp(1, 100_000_000);
-    key = await createKey(setup.url, setup.gateway.adminToken, { remain_quota: 5_000_000 });
-  });
-  after(async () => { await setup?.close(); });
-  beforeEach(async () => {
-    setup.mock.reset();
-    await flushCharges(setup);
-    before0 = moneySnapshot(store());
-  });
-  const settled = async (label: string) => { await flushCharges(setup); return assertMoneyInvariants(store(), before0, label); };
+  const suite = endpointsSuite({ remainQuota: 5_000_000 });
+  const { records, lastRecord, settled } = suite;
 
   test('the SDK default (it asks for base64 and decodes): simulator vectors, deterministic, usage = the record', async () => {
-    const sdk = client(setup.url, key.key);
+    const sdk = client(suite.setup.url, suite.key.key);
     const first = await sdk.embeddings.create({ model: 'sim-embedding', input: ['the quick brown fox', 'jumps over'] });
     assert.equal(first.object, 'list');
     assert.equal(first.model, 'sim-embedding');
@@ -42,7 +24,7 @@ describe('POST /v1/embeddings', () => {
     assert.ok(Math.abs(norm - 1) < 1e-3, `unit vector, norm ${norm}`);
     const again = await sdk.embeddings.create({ model: 'sim-embedding', input: 'the quick brown fox' });
     assert.deepEqual(again.data[0].embedding, first.data[0].embedding, 'the same input gives the same vector');
-    await flushCharges(setup);
+    await flushCharges(suite.setup);
     const [latest, earlier] = records();
     assert.equal(earlier.endpoint, 'embeddings');
     assert.equal(earlier.prompt_tokens, first.usage.prompt_tokens);
@@ -55,9 +37,9 @@ describe('POST /v1/embeddings', () => {
   });
 
   test('encoding_format float with dimensions on an OpenAI-compatible channel: passed through, billed per input token', async () => {
-    const sdk = client(setup.url, key.key);
+    const sdk = client(suite.setup.url, suite.key.key);
     const answer = await sdk.embeddings.create({ model: 'mock-embedding', input: ['abcdefgh', 'abcd'], encoding_format: 'float', dimensions: 4 });
-    const sent = setup.mock.requests[0];
+    const sent = suite.setup.mock.requests[0];
     assert.equal(sent.path, '/v1/embeddings');
     assert.deepEqual(sent.body, { model: 'mock-embedding', input: ['abcdefgh', 'abcd'], encoding_format: 'float', dimensions: 4 });
     assert.equal(answer.data[1].embedding.length, 4);
@@ -72,15 +54,15 @@ describe('POST /v1/embeddings', () => {
   });
 
   test('encoding_format base64: the vector comes as little-endian float32 bytes', async () => {
-    const sdk = client(setup.url, key.key);
+    const sdk = client(suite.setup.url, suite.key.key);
     const answer = await sdk.embeddings.create({ model: 'mock-embedding', input: 'abcd', encoding_format: 'base64', dimensions: 3 });
     const encoded = answer.data[0].embedding as unknown as string;
     assert.equal(typeof encoded, 'string');
     const bytes = Buffer.from(encoded, 'base64');
     const vector = Array.from({ length: bytes.length / 4 }, (_, index) => bytes.readFloatLE(index * 4));
     assert.deepEqual(vector, [1 / 1024, 2 / 1024, 3 / 1024]);
-    const raw = await call(setup.url, 'POST', '/v1/embeddings', {
-      token: `Bearer ${key.key}`, body: { model: 'sim-embedding', input: 'hello', encoding_format: 'base64', dimensions: 16 },
+    const raw = await call(suite.setup.url, 'POST', '/v1/embeddings', {
+      token: `Bearer ${suite.key.key}`, body: { model: 'sim-embedding', input: 'hello', encoding_format: 'base64', dimensions: 16 },
     });
     assert.equal(raw.status, 200, raw.text);
     assert.equal(Buffer.from(raw.json.data[0].embedding, 'base64').length, 16 * 4);
@@ -88,7 +70,7 @@ describe('POST /v1/embeddings', () => {
   });
 
   test('token-id inputs, one array and an array of arrays, are counted by their length', async () => {
-    const sdk = client(setup.url, key.key);
+    const sdk = client(suite.setup.url, suite.key.key);
     const single = await sdk.embeddings.create({ model: 'mock-embedding', input: [101, 102, 103], encoding_format: 'float' });
     assert.equal(single.data.length, 1);
     assert.equal(single.usage.prompt_tokens, 3);
@@ -101,8 +83,8 @@ describe('POST /v1/embeddings', () => {
   });
 
   test('an upstream that reports no usage: counted locally, billed, and the client sees what was billed', async () => {
-    setup.mock.script({ omitUsage: true });
-    const sdk = client(setup.url, key.key);
+    suite.setup.mock.script({ omitUsage: true });
+    const sdk = client(suite.setup.url, suite.key.key);
     const answer = await sdk.embeddings.create({ model: 'mock-embedding', input: 'hello there, general kenobi', encoding_format: 'float' });
     const record = await lastRecord();
     assert.equal(record.usage_source, 'estimated');
@@ -113,8 +95,8 @@ describe('POST /v1/embeddings', () => {
   });
 
   test('usage far beyond the input is a fault: billed at the bound (the input\'s bytes)', async () => {
-    setup.mock.script({ usageOverride: { prompt_tokens: 1_000_000 } });
-    const answer = await call(setup.url, 'POST', '/v1/embeddings', { token: `Bearer ${key.key}`, body: { model: 'mock-embedding', input: 'hello' } });
+    suite.setup.mock.script({ usageOverride: { prompt_tokens: 1_000_000 } });
+    const answer = await call(suite.setup.url, 'POST', '/v1/embeddings', { token: `Bearer ${suite.key.key}`, body: { model: 'mock-embedding', input: 'hello' } });
     assert.equal(answer.status, 200);
     const record = await lastRecord();
     assert.ok(record.prompt_tokens <= 6, `billed ${record.prompt_tokens}`);
@@ -123,7 +105,7 @@ describe('POST /v1/embeddings', () => {
   });
 
   test('bad requests are 400s in OpenAI\'s shape naming the field; nothing reaches the upstream or the ledger', async () => {
-    const sdk = client(setup.url, key.key);
+    const sdk = client(suite.setup.url, suite.key.key);
     const cases: Array<[Record<string, unknown>, string | null, RegExp]> = [
       [{ model: 'mock-embedding', input: '' }, 'input', /empty/],
       [{ model: 'mock-embedding', input: [] }, 'input', /empty/],
@@ -139,23 +121,23 @@ describe('POST /v1/embeddings', () => {
       await expectApiError(sdk.embeddings.create(body as never), OpenAI.BadRequestError, { status: 400, param, message });
     }
     await expectApiError(sdk.embeddings.create({ model: 'no-such-model', input: 'x' }), OpenAI.NotFoundError, { status: 404, code: 'model_not_found' });
-    const chat = await call(setup.url, 'POST', '/v1/chat/completions', {
-      token: `Bearer ${key.key}`, body: { model: 'sim-embedding', messages: [{ role: 'user', content: 'hi' }] },
+    const chat = await call(suite.setup.url, 'POST', '/v1/chat/completions', {
+      token: `Bearer ${suite.key.key}`, body: { model: 'sim-embedding', messages: [{ role: 'user', content: 'hi' }] },
     });
     assert.equal(chat.status, 400);
     assert.equal(chat.json.error.code, 'model_not_supported');
-    assert.equal(setup.mock.requests.length, 0);
+    assert.equal(suite.setup.mock.requests.length, 0);
     assert.equal(await settled('bad requests'), 0);
   });
 
   test('the model list shows embedding models to usage-based keys; a per-call key neither sees nor calls them', async () => {
-    const listed = await client(setup.url, key.key).models.list();
+    const listed = await client(suite.setup.url, suite.key.key).models.list();
     const ids = listed.data.map((model) => model.id);
     assert.ok(ids.includes('sim-embedding') && ids.includes('mock-embedding'), ids.join(','));
-    const perCall = await createKey(setup.url, setup.gateway.adminToken, { billing_type: 2 });
-    const perCallIds = (await client(setup.url, perCall.key).models.list()).data.map((model) => model.id);
+    const perCall = await createKey(suite.setup.url, suite.setup.gateway.adminToken, { billing_type: 2 });
+    const perCallIds = (await client(suite.setup.url, perCall.key).models.list()).data.map((model) => model.id);
     assert.ok(!perCallIds.includes('sim-embedding'));
-    await expectApiError(client(setup.url, perCall.key).embeddings.create({ model: 'sim-embedding', input: 'x' }),
+    await expectApiError(client(suite.setup.url, perCall.key).embeddings.create({ model: 'sim-embedding', input: 'x' }),
       OpenAI.PermissionDeniedError, { status: 403, message: /per-call/ });
     await settled('listing');
   });

@@ -1,8 +1,11 @@
 // Setup shared by the suites of /v1/embeddings, /v1/completions and /v1/responses: the chat suites'
 // gateway (simulator models + mock models on an `openai` channel) plus an embedding model on the
 // mock channel and chat and embedding models on an `anthropic` channel that is the same mock.
-import { chatConfig, MOCK_MODELS, startChatSetup, type ChatSetup } from './chat-harness';
+import { after, before, beforeEach } from 'node:test';
+import type { Store, UsageRecord } from '../../src/store';
 import type { Front } from '../helpers/gateway';
+import { assertMoneyInvariants, moneySnapshot, type MoneySnapshot } from '../helpers/money';
+import { chatConfig, createKey, flushCharges, MOCK_MODELS, startChatSetup, type ChatSetup, type CreatedKey } from './chat-harness';
 
 export const ENDPOINT_MODELS = [
   { id: 'mock-embedding', owned_by: 'mock-lab', kind: 'embedding', price: { input: 0.13 } },
@@ -30,4 +33,43 @@ export function inputOnlyQuota(pricePerMillion: number, tokens: number): number 
   const numerator = BigInt(tokens) * BigInt(Math.round(pricePerMillion * 1_000_000)) * 500_000n;
   const denominator = 1_000_000_000_000n;
   return Number((numerator + denominator - 1n) / denominator);
+}
+
+export interface EndpointsSuite {
+  setup: ChatSetup;
+  key: CreatedKey;
+  store(): Store;
+  /** the suite key's usage records, newest first */
+  records(): UsageRecord[];
+  /** the newest record once every charge is committed */
+  lastRecord(): Promise<UsageRecord>;
+  /** the money invariants since the start of the current test; returns the quota charged */
+  settled(label: string): Promise<number>;
+}
+
+/**
+ * Registers the suite hooks (inside a describe): a gateway with a topped-up admin account and one
+ * key, the mock reset and a money snapshot before each test. The returned object is filled in by
+ * the time tests run.
+ */
+export function endpointsSuite(options: { front?: Front; remainQuota?: number } = {}): EndpointsSuite {
+  let snapshot: MoneySnapshot;
+  const suite = {
+    store: () => suite.setup.gateway.gateway.context.store,
+    records: () => suite.store().usage.list(1, { keyId: suite.key.id }, 0, 1000).items,
+    async lastRecord() { await flushCharges(suite.setup); return suite.records()[0]; },
+    async settled(label: string) { await flushCharges(suite.setup); return assertMoneyInvariants(suite.store(), snapshot, label); },
+  } as EndpointsSuite;
+  before(async () => {
+    suite.setup = await startEndpointsSetup({ front: options.front });
+    await suite.store().accounts.topUp(1, 100_000_000);
+    suite.key = await createKey(suite.setup.url, suite.setup.gateway.adminToken, { remain_quota: options.remainQuota ?? 20_000_000 });
+  });
+  after(async () => { await suite.setup?.close(); });
+  beforeEach(async () => {
+    suite.setup.mock.reset();
+    await flushCharges(suite.setup);
+    snapshot = moneySnapshot(suite.store());
+  });
+  return suite;
 }

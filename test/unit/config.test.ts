@@ -32,7 +32,7 @@ test('each bad entry is refused with an error that names it', () => {
   refused({ models: [{ id: 'half', price: { input: 1 } }] }, /model "half" has no price/);
   refused({ models: [{ ...chatModel, groups: ['vip'] }] }, /model "gpt-test" names unknown group "vip"/);
   refused({ models: [chatModel], channels: [{ ...channel, groups: ['vip'] }] }, /channel "main" names unknown group "vip"/);
-  refused({ models: [{ ...chatModel, kind: 'audio' }] }, /model "gpt-test": kind must be chat, image or video/);
+  refused({ models: [{ ...chatModel, kind: 'audio' }] }, /model "gpt-test": kind must be chat, image, video or embedding/);
   refused({ models: [chatModel, chatModel] }, /model "gpt-test" is listed twice/);
   refused({ models: [chatModel], channels: [{ ...channel, base_url: 'not a url' }] }, /channel "main": base_url is not a valid URL/);
   const imageModel = { id: 'img', kind: 'image', price: { per_call: 0.04 } };
@@ -119,5 +119,4 @@ test('an embedding model is priced per input token only', () => {
   assert.equal(config.models[0].kind, 'embedding');
   refused({ models: [{ id: 'embed', kind: 'embedding', price: { input: 0.02, output: 1 } }] }, /model "embed" is an embedding model: give price.input/);
   refused({ models: [{ id: 'embed', kind: 'embedding', price: { per_call: 0.01 } }] }, /model "embed" is an embedding model/);
-  refused({ models: [{ id: 'embed', kind: 'vector', price: { input: 1 } }] }, /kind must be chat, image, video or embedding/);
 });

@@ -4,8 +4,9 @@
 import type { OpenAIChatRequest } from '../../formats/openai-to-anthropic';
 import { callUpstream } from '../http-call';
 import { anthropicToOpenAIEvents, streamAnswer, translateWholeAnswer } from '../translated-answers';
+import { responsesOverChat } from '../translated-responses';
 import { exceedsSize, logWarnings, offloadThreshold, translate } from '../translation';
-import type { JsonCall, Provider, ProviderFactory, UpstreamCall } from '../types';
+import type { JsonCall, Provider, ProviderContext, ProviderFactory, UpstreamCall } from '../types';
 
 function messagesUrl(call: UpstreamCall): string {
   // base_url may or may not already end in /v1
@@ -20,7 +21,7 @@ function messagesHeaders(call: UpstreamCall): Record<string, string> {
   };
 }
 
-export const anthropicProvider: ProviderFactory = (context): Provider => ({
+export const anthropicProvider: ProviderFactory = (context): Provider => withTranslatedResponses(context, {
   messages: (call: JsonCall) => callUpstream(context, call, {
     method: 'POST', url: messagesUrl(call), headers: messagesHeaders(call), body: JSON.stringify(call.body),
   }),
@@ -39,3 +40,8 @@ export const anthropicProvider: ProviderFactory = (context): Provider => ({
     return translateWholeAnswer(context, call, answer, 'anthropicToOpenAIAnswer', 'message → chat completion');
   },
 });
+
+/** /v1/responses reaches Anthropic channels through the chat translation above. */
+function withTranslatedResponses(context: ProviderContext, provider: Provider): Provider {
+  return { ...provider, responses: responsesOverChat(context, provider.chatCompletions!) };
+}

@@ -36,6 +36,10 @@ export const openaiProvider: ProviderFactory = (context): Provider => ({
   embeddings: (call: JsonCall) => callUpstream(context, call, {
     method: 'POST', url: url(call, '/embeddings'), headers: jsonHeaders(call), body: call.raw ?? JSON.stringify(call.body),
   }),
+  responses: (call: JsonCall) => callUpstream(context, call, {
+    method: 'POST', url: url(call, '/responses'), headers: jsonHeaders(call), body: call.raw ?? JSON.stringify(call.body),
+  }),
+  responsesNative: true,
   completions: (call: JsonCall) => callUpstream(context, call, {
     method: 'POST', url: url(call, '/completions'), headers: jsonHeaders(call), body: call.raw ?? JSON.stringify(call.body),
   }),

@@ -9,6 +9,7 @@ import { simulateCompletion, simulateCompletionStream, type SimulatedCompletions
 import { simulateImages } from '../../formats/simulated-images';
 import { newTaskId, simulateVideoStep, type VideoTask } from '../../formats/video';
 import { messagesOverChat } from '../translated-messages';
+import { responsesOverChat } from '../translated-responses';
 import type { CallSignal, JsonCall, MultipartCall, Provider, ProviderContext, ProviderFactory, UpstreamAnswer, VideoCall } from '../types';
 
 /**
@@ -55,10 +56,17 @@ function jsonAnswer(value: unknown): UpstreamAnswer {
   return { status: 200, contentType: 'application/json', body: Readable.from([Buffer.from(JSON.stringify(value))]) };
 }
 
-/** /v1/messages is answered the way an OpenAI-compatible upstream answers it: through translation. */
+/**
+ * /v1/messages is answered the way an OpenAI-compatible upstream answers it, /v1/responses the way
+ * an Anthropic channel answers it: through translation to and from chat completions.
+ */
 function withTranslatedMessages(context: ProviderContext, provider: Provider): Provider {
   const chatCompletions = provider.chatCompletions!;
-  return { ...provider, messages: messagesOverChat(context, (call, bodyText) => chatCompletions({ ...call, body: JSON.parse(bodyText) })) };
+  return {
+    ...provider,
+    messages: messagesOverChat(context, (call, bodyText) => chatCompletions({ ...call, body: JSON.parse(bodyText) })),
+    responses: responsesOverChat(context, chatCompletions),
+  };
 }
 
 export const simulatorProvider: ProviderFactory = (context): Provider => withTranslatedMessages(context, {
