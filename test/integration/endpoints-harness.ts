@@ -2,6 +2,7 @@
 // gateway (simulator models + mock models on an `openai` channel) plus an embedding model on the
 // mock channel and chat and embedding models on an `anthropic` channel that is the same mock.
 import { after, before, beforeEach } from 'node:test';
+import { countTokens } from '../../src/billing/tokens';
 import type { Store, UsageRecord } from '../../src/store';
 import type { Front } from '../helpers/gateway';
 import { assertMoneyInvariants, moneySnapshot, type MoneySnapshot } from '../helpers/money';
@@ -61,6 +62,8 @@ export function endpointsSuite(options: { front?: Front; remainQuota?: number } 
     async settled(label: string) { await flushCharges(suite.setup); return assertMoneyInvariants(suite.store(), snapshot, label); },
   } as EndpointsSuite;
   before(async () => {
+    // the tokenizer loads on first use (seconds on a loaded machine): load it before any call counts locally
+    countTokens('warm up');
     suite.setup = await startEndpointsSetup({ front: options.front });
     await suite.store().accounts.topUp(1, 100_000_000);
     suite.key = await createKey(suite.setup.url, suite.setup.gateway.adminToken, { remain_quota: options.remainQuota ?? 20_000_000 });
