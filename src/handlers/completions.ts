@@ -14,7 +14,7 @@ import type { RouteHandler } from '../routes';
 import { readJsonObject } from './request-body';
 
 export const completions: RouteHandler = async (exchange, _params, context) => {
-  const caller = authenticateKey(exchange, context.store);
+  const caller = await authenticateKey(exchange, context.store);
   const body = await readJsonObject(exchange);
   const info = validateCompletionsRequest(body);
   const model = resolveModel(context.config, context.models, caller.key, info.model);

@@ -43,7 +43,7 @@ function countResponsesPromptTokens(body: JsonObject): number {
 }
 
 export const responses: RouteHandler = async (exchange, _params, context) => {
-  const caller = authenticateKey(exchange, context.store);
+  const caller = await authenticateKey(exchange, context.store);
   const { body, raw } = await readJsonBody(exchange);
   const info = validateResponsesRequest(body);
   const model = resolveModel(context.config, context.models, caller.key, info.model);

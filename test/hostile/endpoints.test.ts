@@ -45,7 +45,7 @@ for (const front of FRONTS) describe(`hostile input on the OpenAI endpoints beyo
     assert.equal(answer.status, 200, answer.text.slice(0, 300));
     assert.equal(answer.json.data.length, 2048);
     await flushCharges(suite.setup);
-    assert.equal(records()[0].prompt_tokens, answer.json.usage.prompt_tokens);
+    assert.equal((await records())[0].prompt_tokens, answer.json.usage.prompt_tokens);
     await settled('many inputs');
   });
 
@@ -68,8 +68,8 @@ for (const front of FRONTS) describe(`hostile input on the OpenAI endpoints beyo
     controller.abort();
     await pending;
     await eventually(() => suite.setup.mock.requests[0].aborted, 1500, 'the upstream request aborted');
-    await eventually(async () => { await flushCharges(suite.setup); return records()[0]?.end_reason === 'client_gone'; }, 1500, 'the usage record');
-    assert.equal(records()[0].quota, 0);
+    await eventually(async () => { await flushCharges(suite.setup); return (await records())[0]?.end_reason === 'client_gone'; }, 1500, 'the usage record');
+    assert.equal((await records())[0].quota, 0);
     await settled('embeddings client gone');
   });
   for (const [path, model] of [['/v1/completions', 'mock-chat'], ['/v1/responses', 'mock-chat'], ['/v1/responses', 'anthropic-chat']] as const) {
@@ -107,9 +107,9 @@ for (const front of FRONTS) describe(`hostile input on the OpenAI endpoints beyo
       await reader.read();
       controller.abort();
       // the call ends (and is billed) when the client goes; the upstream request is aborted with it
-      await eventually(async () => { await flushCharges(suite.setup); return records()[0]?.end_reason === 'client_gone'; }, 2000, 'the usage record');
+      await eventually(async () => { await flushCharges(suite.setup); return (await records())[0]?.end_reason === 'client_gone'; }, 2000, 'the usage record');
       await eventually(() => suite.setup.mock.requests[0]?.aborted === true, 10_000, 'the upstream request aborted');
-      const record = records()[0];
+      const record = (await records())[0];
       assert.equal(record.usage_source, 'estimated');
       assert.ok(record.completion_tokens < 20, `billed ${record.completion_tokens} completion tokens`);
       await settled(`${path} client gone`);
@@ -123,7 +123,7 @@ for (const front of FRONTS) describe(`hostile input on the OpenAI endpoints beyo
     const answer = await post('/v1/responses', body);
     assert.equal(answer.status, 200, answer.text.slice(0, 300));
     await flushCharges(suite.setup);
-    assert.equal(records()[0].prompt_tokens, answer.json.usage.input_tokens);
+    assert.equal((await records())[0].prompt_tokens, answer.json.usage.input_tokens);
     const small = await createKey(suite.setup.url, suite.setup.gateway.adminToken, { remain_quota: 100 });
     const refused = await call(suite.setup.url, 'POST', '/v1/responses', { token: `Bearer ${small.key}`, rawBody: body });
     assert.equal(refused.status, 429);
@@ -144,7 +144,7 @@ for (const front of FRONTS) describe(`hostile input on the OpenAI endpoints beyo
     }
     const charged = await settled('absurd usage');
     assert.ok(charged <= 3000, `charged ${charged} on a 3,000 cap`);
-    const own = suite.store().usage.list(1, { keyId: capped.id }, 0, 100).items;
+    const own = (await suite.store().usage.list(1, { keyId: capped.id }, 0, 100)).items;
     assert.ok(own.every((record) => record.completion_tokens <= 20), own.map((record) => record.completion_tokens).join(','));
   });
 });

@@ -25,7 +25,7 @@ describe('POST /v1/embeddings', () => {
     const again = await sdk.embeddings.create({ model: 'sim-embedding', input: 'the quick brown fox' });
     assert.deepEqual(again.data[0].embedding, first.data[0].embedding, 'the same input gives the same vector');
     await flushCharges(suite.setup);
-    const [latest, earlier] = records();
+    const [latest, earlier] = await records();
     assert.equal(earlier.endpoint, 'embeddings');
     assert.equal(earlier.prompt_tokens, first.usage.prompt_tokens);
     assert.equal(earlier.completion_tokens, 0);

@@ -41,7 +41,7 @@ export interface EndpointsSuite {
   key: CreatedKey;
   store(): Store;
   /** the suite key's usage records, newest first */
-  records(): UsageRecord[];
+  records(): Promise<UsageRecord[]>;
   /** the newest record once every charge is committed */
   lastRecord(): Promise<UsageRecord>;
   /** the money invariants since the start of the current test; returns the quota charged */
@@ -57,8 +57,8 @@ export function endpointsSuite(options: { front?: Front; remainQuota?: number } 
   let snapshot: MoneySnapshot;
   const suite = {
     store: () => suite.setup.gateway.gateway.context.store,
-    records: () => suite.store().usage.list(1, { keyId: suite.key.id }, 0, 1000).items,
-    async lastRecord() { await flushCharges(suite.setup); return suite.records()[0]; },
+    async records() { return (await suite.store().usage.list(1, { keyId: suite.key.id }, 0, 1000)).items; },
+    async lastRecord() { await flushCharges(suite.setup); return (await suite.records())[0]; },
     async settled(label: string) { await flushCharges(suite.setup); return assertMoneyInvariants(suite.store(), snapshot, label); },
   } as EndpointsSuite;
   before(async () => {
@@ -72,7 +72,7 @@ export function endpointsSuite(options: { front?: Front; remainQuota?: number } 
   beforeEach(async () => {
     suite.setup.mock.reset();
     await flushCharges(suite.setup);
-    snapshot = moneySnapshot(suite.store());
+    snapshot = await moneySnapshot(suite.store());
   });
   return suite;
 }

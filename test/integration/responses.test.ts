@@ -145,7 +145,7 @@ describe('POST /v1/responses', () => {
     const served = await sdk.responses.create({ model: 'sim-gpt-mini', input: 'hi', store: false });
     assert.equal(served.status, 'completed');
     await flushCharges(suite.setup);
-    assert.equal(records().filter((record) => record.status !== 200).length, 0, 'refusals leave no usage record');
+    assert.equal((await records()).filter((record) => record.status !== 200).length, 0, 'refusals leave no usage record');
     await settled('refusals');
   });
 

@@ -5,6 +5,7 @@ import { Readable } from 'node:stream';
 import { countChatPromptTokens } from '../../billing/tokens';
 import { countEmbeddingTokens, embeddingInputs, simulateEmbeddings } from '../../formats/openai-embeddings';
 import { simulateChatCompletion, simulateChatStream } from '../../formats/simulated-chat';
+import { countPromptTokens } from '../../formats/openai-completions';
 import { simulateCompletion, simulateCompletionStream, type SimulatedCompletionsRequest } from '../../formats/simulated-completions';
 import { simulateImages } from '../../formats/simulated-images';
 import { newTaskId, simulateVideoStep, type VideoTask } from '../../formats/video';
@@ -87,7 +88,8 @@ export const simulatorProvider: ProviderFactory = (context): Provider => withTra
   async completions(call: JsonCall): Promise<UpstreamAnswer> {
     const { first_token_delay_ms: firstDelay, tokens_per_second: tokensPerSecond } = call.channel.simulator;
     const request = { ...call.body, model: call.upstreamModel } as unknown as SimulatedCompletionsRequest;
-    const promptTokens = estimatePromptTokens(JSON.stringify(call.body.prompt ?? '').length, 1);
+    // the tokenizer count, which the relay would bill were usage missing
+    const promptTokens = countPromptTokens(call.body);
     if (call.stream) {
       const includeUsage = (call.body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
       return { status: 200, contentType: 'text/event-stream', body: pacedStream(simulateCompletionStream(request, promptTokens, includeUsage), firstDelay, tokensPerSecond, call.signal) };
