@@ -18,6 +18,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { ChatAnthropic } from '@langchain/anthropic';
 import { ChatOpenAI } from '@langchain/openai';
 import { startMockUpstream, type MockUpstream } from '../../scripts/mock-upstream';
+import { countTokens } from '../../src/billing/tokens';
 import { EMBEDDED_CONFIG } from '../../src/config';
 import type { UsageRecord } from '../../src/store';
 import { call, REPO_ROOT, startTestGateway, tempDir, type TestGateway } from '../helpers/gateway';
@@ -87,9 +88,12 @@ export interface ClientsSetup {
   close(): Promise<void>;
 }
 
-export async function startClientsSetup(extra?: Parameters<typeof clientsConfig>[1]): Promise<ClientsSetup> {
+/** More models or channels for a file of its own; a function when its channels need the mock's URL. */
+export type ClientsExtra = Parameters<typeof clientsConfig>[1] | ((mockUrl: string) => Parameters<typeof clientsConfig>[1]);
+
+export async function startClientsSetup(extra?: ClientsExtra): Promise<ClientsSetup> {
   const mock = await startMockUpstream({ apiKeys: [UPSTREAM_KEY], chunks: 8 });
-  const gateway = await startTestGateway({ raw: clientsConfig(mock.url, extra) });
+  const gateway = await startTestGateway({ raw: clientsConfig(mock.url, typeof extra === 'function' ? extra(mock.url) : extra) });
   await gateway.gateway.context.store.accounts.topUp(1, 500_000_000);
   const keys = {} as Record<ChannelKind, CreatedKey>;
   for (const kind of CHANNEL_KINDS) keys[kind] = await createKey(gateway.url, gateway.adminToken, { unlimited_quota: true, group: GROUP_OF[kind] });
@@ -113,7 +117,7 @@ export interface ClientsFixture {
 }
 
 /** Call inside a describe: starts the setup before its tests, takes a money snapshot before each. */
-export function useClientsSetup(extra?: Parameters<typeof clientsConfig>[1]): ClientsFixture {
+export function useClientsSetup(extra?: ClientsExtra): ClientsFixture {
   let snapshot: MoneySnapshot;
   let checked = false;
   const store = () => fixture.setup.gateway.gateway.context.store;
@@ -137,7 +141,11 @@ export function useClientsSetup(extra?: Parameters<typeof clientsConfig>[1]): Cl
       return assertMoneyInvariants(store(), snapshot, label);
     },
   };
-  before(async () => { fixture.setup = await startClientsSetup(extra); });
+  before(async () => {
+    // the tokenizer loads on first use (seconds on a loaded machine): load it before any call counts locally
+    countTokens('warm up');
+    fixture.setup = await startClientsSetup(extra);
+  });
   after(async () => { await fixture.setup?.close(); });
   beforeEach(async () => {
     fixture.setup.mock.reset();
