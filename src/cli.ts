@@ -1,12 +1,14 @@
-// The `tollgate` command (DESIGN §3): serve, account create|token|topup|list|rotate-tokens.
-// Account commands work on the data dir directly (LMDB is multi-process safe), server running or not.
+// The `tollgate` command (DESIGN §3): serve, account create|token|topup|list|rotate-tokens, migrate.
+// Account commands work on the configured store directly (the LMDB data dir is multi-process safe;
+// with the postgres store, the cluster's database), server running or not.
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateAccessToken, tokenDigest } from './auth/secrets';
 import { ConfigError, loadConfig, QUOTA_PER_USD, redacted, type Config } from './config';
 import { createLogger } from './log';
 import { bootstrapAdmin } from './bootstrap';
-import { MAX_BALANCE, openStore, type AccountRecord, type Store } from './store';
+import { applyMigrations, copyLmdbToPostgres, MAX_BALANCE, NonEmptyTarget, openStore, type AccountRecord, type Store } from './store';
 import { runSupervisor, runWorker } from './supervisor';
 
 const USAGE = `usage:
@@ -17,6 +19,8 @@ const USAGE = `usage:
   tollgate account topup --account ID|NAME --usd N [--json]
   tollgate account list [--json]
   tollgate config [--config PATH]                              (prints the validated config, secrets redacted)
+  tollgate migrate [--to postgres://…] [--json]                (applies the schema migrations of the postgres store)
+  tollgate migrate --from DATA_DIR --to postgres://… [--force] [--json]   (copies a single box's LMDB store into PostgreSQL)
 environment: TOLLGATE_CONFIG, PORT, HOST, TOLLGATE_DATA_DIR, TOLLGATE_WORKERS, TOLLGATE_SECRET, TOLLGATE_FRONT=node`;
 
 class UsageError extends Error {}
@@ -130,6 +134,39 @@ async function accountCommand(config: Config, args: string[]): Promise<void> {
   }
 }
 
+/**
+ * `tollgate migrate`: without --from, applies the schema migrations to the postgres store (the
+ * config's, or --to); with --from DATA_DIR --to URL, copies that LMDB store into the database and
+ * verifies counts and sums, refusing a non-empty target unless --force.
+ */
+async function migrateCommand(config: Config, args: string[]): Promise<void> {
+  const { values } = parsedFlags(() => parseArgs({
+    args, allowPositionals: false,
+    options: { from: { type: 'string' }, to: { type: 'string' }, force: { type: 'boolean' }, json: { type: 'boolean' }, config: { type: 'string' } },
+  }));
+  const json = values.json === true;
+  const target = values.to ?? (config.store.type === 'postgres' ? config.store.url : undefined);
+  if (target === undefined) throw new UsageError('--to postgres://… is required (the configured store is lmdb, which has no schema migrations)');
+  if (!/^postgres(ql)?:\/\//.test(target)) throw new UsageError('--to must be a postgres:// or postgresql:// URL');
+  if (values.from === undefined) {
+    if (values.force) throw new UsageError('--force only applies with --from');
+    const applied = await applyMigrations(target);
+    print(json, { applied }, applied.length ? `applied schema migrations ${applied.join(', ')}` : 'the database schema is current');
+    return;
+  }
+  if (!existsSync(join(values.from, 'tollgate.lmdb'))) throw new UsageError(`--from ${values.from} is not a Tollgate data dir (no tollgate.lmdb in it)`);
+  try {
+    const result = await copyLmdbToPostgres(values.from, target, values.force === true);
+    const { copied } = result;
+    print(json, result, `copied ${copied.accounts} accounts, ${copied.access_tokens} access tokens, ${copied.keys} keys, `
+      + `${copied.usage_records} usage records and ${copied.video_tasks} video tasks; counts and sums verified `
+      + `(balances ${copied.balance}, usage ${copied.usage_quota} quota). The nodes need the master secret of ${values.from}.`);
+  } catch (error) {
+    if (error instanceof NonEmptyTarget) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
 function configPathFrom(args: string[]): string | undefined {
   const index = args.indexOf('--config');
   if (index !== -1) {
@@ -150,6 +187,7 @@ export async function main(argv: string[]): Promise<void> {
     case 'worker': await runWorker(config); return;
     case 'account': await accountCommand(config, args); return;
     case 'config': process.stdout.write(`${JSON.stringify(redacted(config), null, 2)}\n`); return;
+    case 'migrate': await migrateCommand(config, args); return;
     case 'help': case '--help': case '-h': process.stdout.write(`${USAGE}\n`); return;
     default: throw new UsageError(`unknown command "${command}"`);
   }

@@ -50,8 +50,14 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   const log = options.log ?? createLogger(config.logLevel);
   const store = options.store ?? await openStore(config, (message, error) => log.warn({ err: error }, message));
   const ownsStore = !options.store;
-  await bootstrapAdmin(store, config, log);
-  const masterKey = await openMasterKey(store, config);
+  let masterKey: Buffer;
+  try {
+    await bootstrapAdmin(store, config, log);
+    masterKey = await openMasterKey(store, config);
+  } catch (error) {
+    if (ownsStore) await store.close();
+    throw error;
+  }
   const workerId = options.workerId ?? `${process.pid}-${randomBytes(4).toString('hex')}`;
   const pools = new UpstreamPools();
   const taskPool = new TaskPool();

@@ -68,7 +68,7 @@ export async function startTestGateway(options: { front?: Front; raw?: Record<st
   const env: NodeJS.ProcessEnv = { TOLLGATE_DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', TOLLGATE_FRONT: options.front ?? 'uws', ...options.env };
   const config = loadConfig({ raw: await withBackend(options.backend ?? 'lmdb', options.raw), env });
   const gateway = await startGateway(config, { log: createLogger('error') });
-  const adminToken = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
+  const adminToken = readFileSync(join(config.dataDir, 'admin-token'), 'utf8').trim();
   return {
     url: `http://127.0.0.1:${gateway.port}`, port: gateway.port, dataDir, adminToken, gateway, config,
     async close() {

@@ -4,7 +4,7 @@ import type { Databases } from './database';
 import { creditRefund } from './ledger';
 import type { StoredVideoTask, TaskRefund, TaskStore } from '../types';
 
-const TASK = 't:';
+export const TASK = 't:';
 const OPEN = 'p:';
 /** ';' is the character after ':', so [OPEN, OPEN_END) covers every open marker. */
 const OPEN_END = 'p;';

@@ -12,7 +12,7 @@ const MAX_ID = 1e15;
 const MAX_SCAN = 200_000;
 
 /** The records of one entry, oldest first. */
-function entryRecords(value: unknown): UsageRecord[] {
+export function entryRecords(value: unknown): UsageRecord[] {
   const group = value as Partial<StoredUsageGroup>;
   if (typeof group.rows === 'string' && typeof group.first === 'number') {
     const first = group.first;
