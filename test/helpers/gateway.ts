@@ -98,21 +98,23 @@ export interface SupervisedGateway {
   output(): string;
   adminToken(): string;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
+  /** (started `detached`) kill -9 of the supervisor and every worker at once, as a machine dying would */
+  killNode(): Promise<void>;
 }
 
 /** The real `tollgate serve` with N worker processes; resolves once it logged that it listens. */
-export async function startSupervisor(options: { workers?: number; dataDir?: string; env?: Record<string, string>; configPath?: string } = {}): Promise<SupervisedGateway> {
+export async function startSupervisor(options: { workers?: number; dataDir?: string; env?: Record<string, string>; configPath?: string; detached?: boolean } = {}): Promise<SupervisedGateway> {
   const dataDir = options.dataDir ?? tempDir();
   const port = await freePort();
   const args = [CLI, 'serve', ...(options.configPath ? ['--config', options.configPath] : [])];
   const child = spawn(process.execPath, args, {
     env: { ...process.env, TOLLGATE_DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: String(port), TOLLGATE_WORKERS: String(options.workers ?? 2), ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe'], detached: options.detached === true,
   });
   let output = '';
   child.stdout!.on('data', (chunk) => { output += chunk; });
   child.stderr!.on('data', (chunk) => { output += chunk; });
-  const deadline = Date.now() + 15_000;
+  const deadline = Date.now() + 45_000;
   while (!output.includes('Tollgate listening')) {
     if (child.exitCode !== null) throw new Error(`tollgate serve exited early: ${output}`);
     if (Date.now() > deadline) { child.kill('SIGKILL'); throw new Error(`tollgate serve did not start: ${output}`); }
@@ -123,10 +125,15 @@ export async function startSupervisor(options: { workers?: number; dataDir?: str
     output: () => output,
     adminToken: () => readFileSync(join(dataDir, 'admin-token'), 'utf8').trim(),
     stop: (signal = 'SIGTERM') => new Promise((resolve) => {
-      if (child.exitCode !== null) { resolve(child.exitCode); return; }
+      if (child.exitCode !== null || child.signalCode !== null) { resolve(child.exitCode); return; }
       const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
       child.once('exit', (code) => { clearTimeout(timer); resolve(code); });
       child.kill(signal);
+    }),
+    killNode: () => new Promise((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) { resolve(); return; }
+      child.once('exit', () => resolve());
+      process.kill(-child.pid!, 'SIGKILL');
     }),
   };
 }
