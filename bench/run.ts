@@ -3,6 +3,7 @@
 //   --target URL --key KEY [--model M]   the same scenarios against any OpenAI-compatible endpoint
 //   --soak [--requests N]                N mixed requests through Tollgate, worker RSS watched
 //   --micro                              tinybench micro benchmarks (bench/micro.ts)
+//   --cluster                            one node on PostgreSQL + Redis beside one on LMDB (bench/cluster.ts)
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
@@ -14,6 +15,7 @@ import {
   checkLines, describeMachine, evaluateMemory, evaluateTargets, renderMarkdown, RESULTS_DIR, writeResults, type AlternatedRounds, type Check, type RunReport, type TargetRun,
 } from './report';
 import { runMicro } from './micro';
+import { runCluster } from './cluster';
 import { summarizeProfiles } from './profile';
 import { runSoak, soakChecks } from './soak';
 import { DEFAULT_WORKER_SEMI_SPACE_MB, LOW_MEMORY_WORKER_SEMI_SPACE_MB } from '../src/config';
@@ -42,14 +44,15 @@ const USAGE = `npm run bench -- [options]
   --target URL --key KEY [--model M]   benchmark any OpenAI-compatible endpoint instead
   --soak [--requests N] [--max-seconds S]   N mixed requests through Tollgate (default 1,000,000, 3600 s)
   --profile           V8 CPU profile of Tollgate's processes (bench/results/profiles/), summarised in the table
-  --micro             micro benchmarks (tinybench)`;
+  --micro             micro benchmarks (tinybench)
+  --cluster           the cluster backend: a node on PostgreSQL + Redis beside one on LMDB, limits off and on (rounds, round-seconds, connections apply)`;
 
 interface Options {
   duration: number; warmup: number; connections: number; idle: number; ttfbRequests: number; chunks: number;
   rounds: number; roundSeconds: number; only?: Set<string>;
   live: ScenarioOptions['live']; memory: { streams: number; chunks: number; gapMs: number };
   gatewayCpus?: string; clientCpus?: string; target?: string; key?: string; model?: string;
-  soak: boolean; requests: number; maxSeconds: number; micro: boolean; profile: boolean;
+  soak: boolean; requests: number; maxSeconds: number; micro: boolean; profile: boolean; cluster: boolean;
   /** set from --profile: where Tollgate's processes write their profiles */
   profileDir?: string;
 }
@@ -72,6 +75,7 @@ function parseOptions(argv: string[]): Options {
       'ttfb-requests': { type: 'string' }, chunks: { type: 'string' }, 'gateway-cpus': { type: 'string' }, 'client-cpus': { type: 'string' },
       target: { type: 'string' }, key: { type: 'string' }, model: { type: 'string' },
       soak: { type: 'boolean' }, requests: { type: 'string' }, 'max-seconds': { type: 'string' }, micro: { type: 'boolean' }, profile: { type: 'boolean' },
+      cluster: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -102,6 +106,7 @@ function parseOptions(argv: string[]): Options {
     requests: Math.round(positive('requests', values.requests, 1_000_000)),
     maxSeconds: positive('max-seconds', values['max-seconds'], 3600),
     micro: values.micro === true,
+    cluster: values.cluster === true,
     profile: values.profile === true,
   };
 }
@@ -376,6 +381,11 @@ async function main(): Promise<void> {
   const options = parseOptions(argv);
   if (options.micro) {
     await runMicro();
+    return;
+  }
+  if (options.cluster) {
+    const { markdown, json } = await runCluster({ ...options, rounds: Math.max(1, options.rounds), warmup: Math.min(options.warmup, 1) }, log);
+    process.stdout.write(`${markdown}\nresults: ${json}\n`);
     return;
   }
   const startedAt = new Date().toISOString();

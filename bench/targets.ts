@@ -78,6 +78,8 @@ export interface TollgateOptions {
   execPath?: string;
   /** extra runtime arguments of the supervisor (before the script) */
   runtimeArgs?: string[];
+  /** config fields laid over the bench config (the cluster scenario's store, redis, groups) */
+  config?: Record<string, unknown>;
 }
 
 export async function startTollgate(children: ChildProcesses, placement: Placement, mockUrl: string, options: TollgateOptions): Promise<Tollgate> {
@@ -91,6 +93,7 @@ export async function startTollgate(children: ChildProcesses, placement: Placeme
     groups: { default: { ratio: 1 } },
     models: [{ id: BENCH_MODEL, price: { input: 0.15, output: 0.6 } }],
     channels: [{ name: 'mock', type: 'openai', base_url: mockUrl, keys: ['k'], models: [BENCH_MODEL] }],
+    ...options.config,
   };
   writeFileSync(configPath, JSON.stringify(config, null, 2));
   const env: NodeJS.ProcessEnv = { ...process.env, TOLLGATE_CONFIG: configPath, TOLLGATE_DATA_DIR: dataDir, TOLLGATE_WORKERS: String(workers), TOLLGATE_LOG_LEVEL: 'info' };

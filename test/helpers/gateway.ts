@@ -114,7 +114,7 @@ export async function startSupervisor(options: { workers?: number; dataDir?: str
   let output = '';
   child.stdout!.on('data', (chunk) => { output += chunk; });
   child.stderr!.on('data', (chunk) => { output += chunk; });
-  const deadline = Date.now() + 45_000;
+  const deadline = Date.now() + 90_000;
   while (!output.includes('Tollgate listening')) {
     if (child.exitCode !== null) throw new Error(`tollgate serve exited early: ${output}`);
     if (Date.now() > deadline) { child.kill('SIGKILL'); throw new Error(`tollgate serve did not start: ${output}`); }

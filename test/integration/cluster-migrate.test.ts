@@ -93,9 +93,7 @@ describe('tollgate migrate --from <lmdb data dir> --to postgres://…', { skip: 
       // the CLI acts on the same database through the same config
       const configPath = writeConfigFile(raw);
       const listed = await cliJson(['account', 'list', '--config', configPath], box.dataDir) as { name: string; balance: number }[];
-      assert.deepEqual(listed.map((account) => account.name), ['admin']);
-      const created = await cliJson(['account', 'create', '--name', 'second', '--balance-usd', '2', '--config', configPath], box.dataDir) as { id: number };
-      assert.equal((await store.accounts.get(created.id))?.balance, 1_000_000);
+      assert.deepEqual(listed.map((account) => [account.name, account.balance]), [['admin', (await store.accounts.get(1))!.balance]]);
     } finally {
       await node.close();
     }

@@ -2,14 +2,16 @@
 // completed or failed (refunded), its error codes, Deprecation/Sunset headers, the off switch, and
 // a `video-legacy` channel against the mock upstream. The supervisor's poller is called directly.
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import { startMockUpstream, type MockUpstream } from '../../scripts/mock-upstream';
 import { EMBEDDED_CONFIG } from '../../src/config';
 import { createLogger } from '../../src/log';
 import { pollVideoTasksOnce } from '../../src/relay/video-poller';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { addAccount, call, cliJson, startSupervisor, startTestGateway, tempDir, waitFor, type TestGateway } from '../helpers/gateway';
+import { addAccount, BACKENDS, call, cliJson, startSupervisor, startTestGateway, stopClusterEngines, tempDir, waitFor, type TestGateway } from '../helpers/gateway';
+import { enginesMissing } from '../helpers/engines';
+import { assertMoneyInvariants, moneySnapshot, type MoneySnapshot } from '../helpers/money';
 
 const PUBLIC_URL = 'https://gateway.example.test';
 const SUNSET = 'Thu, 31 Dec 2026 00:00:00 GMT';
@@ -56,8 +58,11 @@ function assertVideoError(answer: VideoAnswer, status: number, code: string, fie
   assertDeprecated(answer);
 }
 
-describe('legacy video task API', () => {
+after(stopClusterEngines);
+
+for (const backend of BACKENDS) describe(`legacy video task API (${backend} store)`, { skip: backend === 'postgres' ? enginesMissing() : undefined }, () => {
   let mock: MockUpstream;
+  let moneyBefore: MoneySnapshot;
   let gateway: TestGateway;
   let key: { id: number; key: string };
 
@@ -84,7 +89,7 @@ describe('legacy video task API', () => {
 
   before(async () => {
     mock = await startMockUpstream({ apiKeys: ['video-key'] });
-    gateway = await startTestGateway({ raw: testConfig(mock.url) });
+    gateway = await startTestGateway({ backend, raw: testConfig(mock.url) });
     await context().store.accounts.topUp(1, ACCOUNT_TOPUP);
     key = await createKey(gateway, gateway.adminToken, 'video', 10_000_000);
   });
@@ -95,6 +100,11 @@ describe('legacy video task API', () => {
   beforeEach(async () => {
     mock.reset();
     await context().ledger.flush();
+    moneyBefore = await moneySnapshot(context().store);
+  });
+  afterEach(async (test) => {
+    await context().ledger.flush();
+    await assertMoneyInvariants(context().store, moneyBefore, test.name);
   });
 
   test('submit → processing → video_generating → completed with result.video_url, charged once', async () => {
@@ -278,7 +288,7 @@ describe('legacy video task API', () => {
   });
 
   test('config video.enabled=false turns the routes off with a clear message', async () => {
-    const off = await startTestGateway({ raw: testConfig(mock.url, { enabled: false }) });
+    const off = await startTestGateway({ backend, raw: testConfig(mock.url, { enabled: false }) });
     try {
       const submitted = await request('POST', '/veo/v1/api/video/submit', { base: off.url, body: { prompt: 'x' } });
       assertVideoError(submitted, 410, 'VIDEO_API_DISABLED');
@@ -290,7 +300,7 @@ describe('legacy video task API', () => {
   });
 
   test('the vendor word comes from config', async () => {
-    const custom = await startTestGateway({ raw: testConfig(mock.url, { vendor: 'acme' }) });
+    const custom = await startTestGateway({ backend, raw: testConfig(mock.url, { vendor: 'acme' }) });
     try {
       const answer = await request('POST', '/acme/v1/api/video/submit', { base: custom.url, body: { prompt: 'x', model: 'veo3' } });
       assertVideoError(answer, 401, 'UNAUTHORIZED');

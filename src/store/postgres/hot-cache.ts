@@ -3,10 +3,13 @@
 // rest of the call. Each process LISTENs on `tollgate_changes`; the triggers of the schema announce
 // every change of what is cached (status, allowlist, expiry, epoch, deletion …), from any node or
 // the CLI, and the copy is dropped at once: "disable a key → 401" holds across nodes within the
-// notification's delivery (about a millisecond). While the listening connection is down nothing is
-// served from memory. Money columns are not announced: the cached records' balance, used_quota and
+// notification's delivery (about a millisecond). While the listening connection is down every
+// lookup reads the database; only when that fails too (PostgreSQL unreachable) is the last copy
+// served, so calls covered by the leases a worker holds go on. The copies are dropped when the
+// feed is back (changes may have been missed). Money columns are not announced: the cached records' balance, used_quota and
 // remain_quota may lag; nothing on the call path reads them (the leases hold the money).
 import { Client, type Pool } from 'pg';
+import { storeUnavailable } from '../unavailable';
 import type { AccountRecord, KeyRecord } from '../records';
 import { ACCOUNT_COLUMNS, KEY_COLUMNS, accountOf, keyOf } from './rows';
 
@@ -55,7 +58,7 @@ export class HotCache {
     this.listener = client;
     await client.query('LISTEN tollgate_changes');
     // what was cached before (a reconnect) may have changed meanwhile
-    this.goDark();
+    this.forgetAll();
     this.live = true;
   }
 
@@ -68,8 +71,13 @@ export class HotCache {
     this.retry.unref();
   }
 
+  /** The feed is down: nothing is trusted from memory, but the copies stay as a last resort. */
   private goDark(): void {
     this.live = false;
+    this.generation += 1;
+  }
+
+  private forgetAll(): void {
     this.generation += 1;
     this.keys.clear();
     this.keyDigests.clear();
@@ -115,6 +123,10 @@ export class HotCache {
           }
         }
         return record;
+      }, (error: Error) => {
+        const last = this.keys.get(digest);
+        if (last !== undefined) return last;
+        throw storeUnavailable(error);
       }).finally(() => this.loadingKeys.delete(digest));
       this.loadingKeys.set(digest, loading);
     }
@@ -136,6 +148,10 @@ export class HotCache {
           this.accounts.set(id, record);
         }
         return record;
+      }, (error: Error) => {
+        const last = this.accounts.get(id);
+        if (last !== undefined) return last;
+        throw storeUnavailable(error);
       }).finally(() => this.loadingAccounts.delete(id));
       this.loadingAccounts.set(id, loading);
     }
@@ -148,6 +164,7 @@ export class HotCache {
     const listener = this.listener;
     this.listener = null;
     this.goDark();
+    this.forgetAll();
     await listener?.end().catch(() => undefined);
   }
 }

@@ -8,10 +8,13 @@
 // expiry any surviving node's reaper gives the rows back to their keys and accounts. An owner whose
 // heartbeats have not reached the database for a whole TTL (partitioned, stalled) stops drawing on
 // what it holds before anyone may reap it (heldUntil), and carries on under a new owner name.
-import type { Pool } from 'pg';
+import { DatabaseError, type Pool } from 'pg';
 import { toUsageRow, type UsageGroup, type UsageRecord } from '../records';
 import type { Charge, LeaseAsk, LeaseGrant, LeaseShortfall, LedgerStore } from '../types';
+import { storeUnavailable } from '../unavailable';
 
+/** Batch ids older than a day are pruned every this many beats. */
+const PRUNE_EVERY_BEATS = 200;
 /** A heartbeat goes out this many times per TTL. */
 const BEATS_PER_TTL = 4;
 /** heldUntil keeps this share of the TTL as a margin against delays between a beat's send and its commit */
@@ -37,6 +40,8 @@ function joinRows(groups: UsageGroup[]): string {
 
 export class PostgresLedger implements LedgerStore {
   private readonly owners = new Map<string, Owner>();
+  private readonly startedAt = Date.now();
+  private batches = 0;
   private readonly heartbeat: NodeJS.Timeout;
 
   constructor(private readonly pool: Pool, private readonly node: string, private readonly ttlMs: number,
@@ -57,6 +62,9 @@ export class PostgresLedger implements LedgerStore {
   private beat(): void {
     this.beats += 1;
     if (this.beats % 2 === 0) this.reap().catch((error: Error) => this.onTrouble(error, 'reaping expired quota leases'));
+    if (this.beats % PRUNE_EVERY_BEATS === 0) {
+      this.pool.query(`DELETE FROM committed_batches WHERE committed_at < now() - interval '1 day'`).catch((error: Error) => this.onTrouble(error, 'pruning batch ids'));
+    }
     const owners = [...this.owners.values()].filter((owner) => owner.renewedAt !== null);
     if (owners.length === 0) return;
     const sentAt = Date.now();
@@ -84,7 +92,8 @@ export class PostgresLedger implements LedgerStore {
     const sentAt = Date.now();
     const { rows } = await this.pool.query<{ result: LeaseGrant | LeaseShortfall }>(
       'SELECT tollgate_acquire($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) AS result',
-      [name, this.node, this.ttlMs, keyId, keyAsk.need, keyAsk.extra, keyAsk.share, accountId, accountAsk.need, accountAsk.extra, accountAsk.share]);
+      [name, this.node, this.ttlMs, keyId, keyAsk.need, keyAsk.extra, keyAsk.share, accountId, accountAsk.need, accountAsk.extra, accountAsk.share])
+      .catch((error: Error) => { throw error instanceof DatabaseError ? error : storeUnavailable(error); });
     const result = rows[0].result;
     if ('shortfall' in result) return result;
     if (owner.name !== name) {
@@ -95,9 +104,28 @@ export class PostgresLedger implements LedgerStore {
     return result;
   }
 
+  /**
+   * One batch, applied exactly once. An error the database answered with (a DatabaseError)
+   * means the transaction was rolled back: it is thrown, and the worker sends the charges again with
+   * its next batch. Any other failure (the connection dropped, the answer never came) leaves it
+   * unknown whether the batch was committed: it is sent again under the same id, which the database
+   * applies at most once, until it gets an answer. Batches of one worker are committed in order.
+   */
   async commit(workerId: string, charges: Charge[], usageGroups: UsageGroup[]): Promise<void> {
-    const compact = charges.map((charge) => ({ k: charge.keyId, ke: charge.keyEpoch, a: charge.accountId, ae: charge.accountEpoch, q: charge.quota }));
-    await this.pool.query('SELECT tollgate_commit($1, $2, $3)', [this.owner(workerId).name, JSON.stringify(compact), joinRows(usageGroups)]);
+    const owner = this.owner(workerId).name;
+    const batch = `${this.node}/${workerId}/${this.startedAt}/${++this.batches}`;
+    const values = [owner, batch, JSON.stringify(charges.map((charge) => ({ k: charge.keyId, ke: charge.keyEpoch, a: charge.accountId, ae: charge.accountEpoch, q: charge.quota }))),
+      joinRows(usageGroups)];
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        await this.pool.query('SELECT tollgate_commit($1, $2, $3, $4)', values);
+        return;
+      } catch (error) {
+        if (error instanceof DatabaseError) throw error;
+        if (attempt === 0) this.onTrouble(error as Error, 'committing a billing batch (sent again until the database answers)');
+        await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 100 * 2 ** Math.min(attempt, 5))));
+      }
+    }
   }
 
   async giveBack(workerId: string, kind: 'k' | 'a', id: number, epoch: number, amount: number): Promise<void> {

@@ -330,8 +330,57 @@ BEGIN
 END $$;
 `;
 
+/**
+ * v2: batch commits become idempotent. A batch whose answer was lost on the way (the connection
+ * dropped after the commit) is sent again under the same id and applied once; ids are kept a day.
+ */
+const V2_BATCH_IDS = `
+CREATE TABLE committed_batches (id text PRIMARY KEY, committed_at timestamptz NOT NULL DEFAULT now());
+CREATE INDEX committed_batches_age ON committed_batches (committed_at);
+DROP FUNCTION tollgate_commit(text, json, json);
+-- One billing batch of one owner, once per batch id: charges summed per key and account; a charge first consumes
+-- the owner's lease of the holder's current epoch (as on LMDB); then the usage rows, numbered in
+-- their order. p_charges: [{k, ke, a, ae, q}], p_rows: [[0, time, account_id, key_id, …], …].
+CREATE FUNCTION tollgate_commit(p_owner text, p_batch text, p_charges json, p_rows json) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  total record;
+  holder_epoch integer;
+  same bigint;
+  returned bigint;
+BEGIN
+  INSERT INTO committed_batches (id) VALUES (p_batch) ON CONFLICT (id) DO NOTHING;
+  IF NOT FOUND THEN RETURN false; END IF;   -- applied before: its answer was lost
+  FOR total IN SELECT c.k AS id, sum(c.q) AS quota, array_agg(c.ke) AS epochs, array_agg(c.q) AS amounts
+      FROM json_to_recordset(p_charges) AS c(k bigint, ke integer, a bigint, ae integer, q bigint) GROUP BY c.k ORDER BY c.k LOOP
+    SELECT epoch INTO holder_epoch FROM keys WHERE id = total.id FOR UPDATE;
+    CONTINUE WHEN NOT FOUND;
+    SELECT sum(u.q) INTO same FROM unnest(total.epochs, total.amounts) AS u(e, q) WHERE u.e = holder_epoch;
+    returned := CASE WHEN same IS NULL THEN 0 ELSE tollgate_release('k', total.id, p_owner, same) END;
+    UPDATE keys SET used_quota = used_quota + total.quota,
+      remain_quota = CASE WHEN unlimited_quota THEN remain_quota ELSE GREATEST(0, remain_quota - total.quota) END,
+      leased = CASE WHEN unlimited_quota THEN GREATEST(0, leased - returned)
+        ELSE LEAST(GREATEST(0, leased - returned), GREATEST(0, remain_quota - total.quota)) END
+      WHERE id = total.id;
+  END LOOP;
+  FOR total IN SELECT c.a AS id, sum(c.q) AS quota, array_agg(c.ae) AS epochs, array_agg(c.q) AS amounts
+      FROM json_to_recordset(p_charges) AS c(k bigint, ke integer, a bigint, ae integer, q bigint) GROUP BY c.a ORDER BY c.a LOOP
+    SELECT epoch INTO holder_epoch FROM accounts WHERE id = total.id FOR UPDATE;
+    CONTINUE WHEN NOT FOUND;
+    SELECT sum(u.q) INTO same FROM unnest(total.epochs, total.amounts) AS u(e, q) WHERE u.e = holder_epoch;
+    returned := CASE WHEN same IS NULL THEN 0 ELSE tollgate_release('a', total.id, p_owner, same) END;
+    UPDATE accounts SET used_quota = used_quota + total.quota, balance = GREATEST(0, balance - total.quota),
+      leased = LEAST(GREATEST(0, leased - returned), GREATEST(0, balance - total.quota))
+      WHERE id = total.id;
+  END LOOP;
+  PERFORM tollgate_insert_rows(p_rows);
+  RETURN true;
+END $$;
+`;
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'accounts, access tokens, keys, leases, usage records, video tasks', sql: V1_TABLES + V1_NOTIFY + V1_LEASES },
+  { version: 2, name: 'idempotent batch commits', sql: V2_BATCH_IDS },
 ];
 
 /** Applies the migrations this database lacks, under an advisory lock; returns the versions applied. */

@@ -1,0 +1,124 @@
+// The PostgreSQL store itself, on a real server: versioned migrations, leases all or nothing, a batch
+// applied once however often it is sent, expired leases reaped, and the per-call lookups dropped at
+// once when another connection (another node, the CLI) changes a key.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { Client } from 'pg';
+import { KEY_DEFAULTS } from '../../src/formats/token-fields';
+import { packUsageRows, toUsageRow, type Store, type UsageRecord } from '../../src/store';
+import { PostgresStore } from '../../src/store/postgres';
+import { MIGRATIONS } from '../../src/store/postgres/schema';
+import { clusterEngines, enginesMissing, freshDatabase, freshPrefix } from '../helpers/engines';
+import { stopClusterEngines } from '../helpers/gateway';
+import { eventually } from './chat-harness';
+
+after(stopClusterEngines);
+
+const SEALED = { iv: Buffer.alloc(12, 1), tag: Buffer.alloc(16, 2), data: Buffer.from('sealed') };
+
+function record(accountId: number, keyId: number, quota: number): Omit<UsageRecord, 'id'> {
+  return {
+    time: Math.floor(Date.now() / 1000), account_id: accountId, key_id: keyId, key_name: 'k', model: 'm', channel: 'c', endpoint: '/v1/chat/completions',
+    prompt_tokens: 1, completion_tokens: 1, cache_read_tokens: 0, cache_creation_tokens: 0, quota, latency_ms: 1, first_byte_ms: null,
+    status: 200, end_reason: 'stop', usage_source: 'upstream', stream: false,
+  };
+}
+
+describe('the PostgreSQL store', { skip: enginesMissing() }, () => {
+  let store: Store;
+  let url: string;
+  let sql: Client;
+
+  before(async () => {
+    const engines = await clusterEngines();
+    url = await freshDatabase(engines.postgres);
+    store = await PostgresStore.open({ url, poolSize: 2, leaseTtlMs: 1_000, redis: { url: engines.redis.url, prefix: freshPrefix(), timeoutMs: 250 }, warn: () => undefined });
+    sql = new Client({ connectionString: url });
+    await sql.connect();
+  });
+  after(async () => {
+    await store?.close();
+    await sql?.end();
+  });
+
+  test('migrations: every version applied once, in order; a database from a newer Tollgate is refused by name', async () => {
+    const { rows } = await sql.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version');
+    assert.deepEqual(rows.map((row) => row.version), MIGRATIONS.map((migration) => migration.version));
+    const again = await PostgresStore.open({ url, poolSize: 1, leaseTtlMs: 1_000, redis: { url: 'redis://127.0.0.1:1', prefix: 'x:', timeoutMs: 50 }, warn: () => undefined });
+    await again.close();
+    assert.equal((await sql.query('SELECT count(*)::integer AS count FROM schema_migrations')).rows[0].count, MIGRATIONS.length);
+    const newer = await freshDatabase((await clusterEngines()).postgres);
+    const client = new Client({ connectionString: newer });
+    await client.connect();
+    await client.query('CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
+    await client.query(`INSERT INTO schema_migrations (version, name) VALUES (99, 'from the future')`);
+    await client.end();
+    await assert.rejects(PostgresStore.open({ url: newer, poolSize: 1, leaseTtlMs: 1_000, redis: { url: 'redis://127.0.0.1:1', prefix: 'x:', timeoutMs: 50 }, warn: () => undefined }),
+      /schema version 99.*upgrade Tollgate/);
+  });
+
+  test('a lease is all or nothing: a key short of quota takes nothing from the account', async () => {
+    const account = await store.accounts.create('lease-account', 'default', 10_000);
+    assert.notEqual(account, 'exists');
+    if (account === 'exists') return;
+    const key = await store.keys.create(account.id, { ...KEY_DEFAULTS, name: 'short', remain_quota: 100 }, { sealed: SEALED, masked: 'sk-s', digest: 'short-digest' }, 10);
+    if (key === 'limit') throw new Error('limit');
+    const short = await store.ledger.acquire('w1', key.id, { need: 500, extra: 0, share: 0.25 }, account.id, { need: 500, extra: 0, share: 0.25 });
+    assert.deepEqual(short, { shortfall: 'key', available: 100, heldByOthers: 0 });
+    assert.equal((await store.accounts.get(account.id))!.leased, 0);
+    const granted = await store.ledger.acquire('w1', key.id, { need: 60, extra: 1000, share: 0.25 }, account.id, { need: 60, extra: 1000, share: 0.25 });
+    // need 60, plus a quarter of what is left free (40 → 10; 9,940 → 1,000 capped by extra)
+    assert.deepEqual(granted, { key: { amount: 70, epoch: 0 }, account: { amount: 1060, epoch: 0 } });
+    const taken = await store.ledger.acquire('w2', key.id, { need: 31, extra: 0, share: 0.25 }, account.id, { need: 31, extra: 0, share: 0.25 });
+    assert.deepEqual(taken, { shortfall: 'key', available: 30, heldByOthers: 70 });
+  });
+
+  test('a batch sent twice under one id (its answer lost) is applied once', async () => {
+    const account = await store.accounts.create('batch-account', 'default', 1_000_000);
+    if (account === 'exists') throw new Error('exists');
+    const key = await store.keys.create(account.id, { ...KEY_DEFAULTS, name: 'batch', remain_quota: 10_000 }, { sealed: SEALED, masked: 'sk-b', digest: 'batch-digest' }, 10);
+    if (key === 'limit') throw new Error('limit');
+    const charges = JSON.stringify([{ k: key.id, ke: 0, a: account.id, ae: 0, q: 300 }]);
+    const rows = `[${packUsageRows([toUsageRow(record(account.id, key.id, 300))])[0].rows.slice(1, -1)}]`;
+    const first = await sql.query('SELECT tollgate_commit($1, $2, $3, $4) AS applied', ['w9', 'batch-1', charges, rows]);
+    const second = await sql.query('SELECT tollgate_commit($1, $2, $3, $4) AS applied', ['w9', 'batch-1', charges, rows]);
+    assert.deepEqual([first.rows[0].applied, second.rows[0].applied], [true, false]);
+    assert.equal((await store.keys.byId(key.id))!.used_quota, 300);
+    assert.equal((await store.accounts.get(account.id))!.balance, 1_000_000 - 300);
+    assert.deepEqual(await store.usage.sumForKey(account.id, key.id), { quota: 300, count: 1 });
+    // the store's own commit path applies what it is given, once
+    await store.ledger.commit('w9', [{ keyId: key.id, keyEpoch: 0, accountId: account.id, accountEpoch: 0, quota: 200 }], packUsageRows([toUsageRow(record(account.id, key.id, 200))]));
+    assert.deepEqual(await store.usage.sumForKey(account.id, key.id), { quota: 500, count: 2 });
+  });
+
+  test('leases past their expiry are reaped by any process; renewed ones are not', async () => {
+    const account = await store.accounts.create('reap-account', 'default', 100_000);
+    if (account === 'exists') throw new Error('exists');
+    await store.ledger.acquire('gone-worker', null, { need: 0, extra: 0, share: 0 }, account.id, { need: 5_000, extra: 0, share: 0.25 });
+    await store.ledger.acquire('live-worker', null, { need: 0, extra: 0, share: 0 }, account.id, { need: 7_000, extra: 0, share: 0.25 });
+    assert.equal((await store.accounts.get(account.id))!.leased, 12_000);
+    await sql.query(`UPDATE leases SET expires_at = now() - interval '1 second' WHERE owner = 'gone-worker'`);
+    // this call or the store's own reaper (every half TTL) gives the expired lease back
+    await store.ledger.reap();
+    assert.equal((await store.accounts.get(account.id))!.leased, 7_000);
+    assert.equal((await sql.query(`SELECT count(*)::integer AS count FROM leases WHERE owner = 'gone-worker'`)).rows[0].count, 0);
+    assert.equal(await store.ledger.reap('live-worker'), 1);
+    assert.equal((await store.accounts.get(account.id))!.leased, 0);
+  });
+
+  test('a key changed by another connection is dropped from the per-call lookup at once', async () => {
+    const account = await store.accounts.create('cache-account', 'default', 0);
+    if (account === 'exists') throw new Error('exists');
+    assert.equal(await store.keys.findByDigest('cache-digest'), undefined, 'unknown first');
+    const key = await store.keys.create(account.id, { ...KEY_DEFAULTS, name: 'cached' }, { sealed: SEALED, masked: 'sk-c', digest: 'cache-digest' }, 10);
+    if (key === 'limit') throw new Error('limit');
+    // a creation anywhere is seen: the remembered miss is forgotten
+    await eventually(async () => (await store.keys.findByDigest('cache-digest'))?.id === key.id, 2_000, 'the new key found');
+    const cached = store.keys.findByDigest('cache-digest');
+    assert.ok(!(cached instanceof Promise), 'served from memory');
+    await sql.query('UPDATE keys SET status = 2 WHERE id = $1', [key.id]);
+    await eventually(async () => (await store.keys.findByDigest('cache-digest'))?.status === 2, 2_000, 'the disable seen');
+    await sql.query('DELETE FROM keys WHERE id = $1', [key.id]);
+    await eventually(async () => (await store.keys.findByDigest('cache-digest')) === undefined, 2_000, 'the deletion seen');
+  });
+});
