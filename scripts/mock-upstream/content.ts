@@ -4,10 +4,11 @@ import type { ContentPieces } from './types';
 
 const WORDS = ['Hello', 'from', 'the', 'mock', 'upstream.'];
 
-export function buildPieces(count: number): ContentPieces {
+/** `count` content pieces: the mock's words, or `text` as every piece (MockFault.pieceText). */
+export function buildPieces(count: number, text?: string): ContentPieces {
   const pieces: string[] = [];
   for (let index = 0; index < count; index += 1) {
-    pieces.push((index === 0 ? '' : ' ') + WORDS[index % WORDS.length]);
+    pieces.push(text ?? (index === 0 ? '' : ' ') + WORDS[index % WORDS.length]);
   }
   return { pieces, jsonPieces: pieces.map((piece) => JSON.stringify(piece)), fullText: pieces.join('') };
 }

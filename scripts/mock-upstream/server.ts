@@ -170,7 +170,7 @@ export function startMockUpstream(options: MockUpstreamOptions = {}): Promise<Mo
         const key = presentedKey(request);
         if (key === undefined || !apiKeys.has(key)) throw new MockError(401, unauthorizedMessage(dialect));
       }
-      await route.handle(exchange, context);
+      await route.handle(exchange, fault?.pieceText === undefined ? context : { ...context, text: buildPieces(context.text.pieces.length, fault.pieceText) });
     } catch (error) {
       if (exchange.closed) return;
       sendError(response, dialect, error instanceof MockError ? error : new MockError(500, 'Mock upstream internal error'));

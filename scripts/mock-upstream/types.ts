@@ -16,6 +16,8 @@ export interface MockFault {
   malformedSse?: boolean;
   /** Stream: end without `data: [DONE]` (OpenAI) / without `message_stop` (Anthropic). */
   omitDone?: boolean;
+  /** Every content piece of the answer is this text (in place of the mock's words). */
+  pieceText?: string;
   /** Never send usage, stream or not. */
   omitUsage?: boolean;
   /** Report these counts in place of the true usage (a careless or hostile upstream). */

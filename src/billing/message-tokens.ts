@@ -2,7 +2,7 @@
 // a request (system, turns, tool traffic, tools) and the completion of a Message. Every place that
 // shows or bills such a count (the relay's fallback, translated and simulated streams' message_start,
 // count_tokens) uses these, so what a client is shown is what is billed.
-import { countChatPromptTokens, countTokens } from './tokens';
+import { countBudget, countChatPromptTokens, countTokens, INLINE_EXACT_CHARS } from './tokens';
 
 type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -26,8 +26,12 @@ export function completionTokensOfMessage(message: Json): number {
   return countTokens(contentText(message.content));
 }
 
-/** Tokenizer count of a messages request (system, turns, tool traffic; images at the fallback price). */
-export function localPromptTokens(body: Json): number {
+/**
+ * Tokenizer count of a messages request (system, turns, tool traffic; images at the fallback price).
+ * `exactChars` bounds the text counted exactly (the rest is estimated): the task pool counts more.
+ */
+export function localPromptTokens(body: Json, exactChars = INLINE_EXACT_CHARS): number {
+  const budget = countBudget(exactChars);
   const turns: { role: string; content: unknown }[] = [];
   if (body.system !== undefined) turns.push({ role: 'system', content: contentText(body.system) });
   for (const message of Array.isArray(body.messages) ? body.messages : []) {
@@ -37,5 +41,5 @@ export function localPromptTokens(body: Json): number {
       : message.content;
     turns.push({ role: String(message.role), content });
   }
-  return countChatPromptTokens(turns) + (Array.isArray(body.tools) ? countTokens(JSON.stringify(body.tools)) : 0);
+  return countChatPromptTokens(turns, budget) + (Array.isArray(body.tools) ? countTokens(JSON.stringify(body.tools), budget) : 0);
 }

@@ -1,7 +1,14 @@
 // Token counts for billing when an upstream reports none, and cheap estimates for reservations.
-// The tokenizer (o200k_base: a 2.3 MB ranks module, ~18 ms to load) is loaded and built on first use
-// only: most requests are billed from the upstream's own usage and never need it.
-import { Tiktoken, type TiktokenBPE } from 'js-tiktoken/lite';
+// The tokenizer (o200k_base, gpt-tokenizer) is loaded on first use only, in the thread that counts:
+// most requests are billed from the upstream's own usage and never need it.
+//
+// Byte-pair merging costs the square of a piece's length, and one "piece" of the pre-split can be a
+// whole run of letters or CJK without spaces, as long as the text. So the text is cut into pieces
+// of at most MAX_PIECE_CHARS before it reaches the tokenizer (at a space when one is near, which is
+// where the tokenizer's own pre-split would cut too): the cost becomes linear in the text. And the
+// text counted exactly in one count is bounded too (CountBudget); the rest is estimated at the rate
+// the counted part showed, so no count holds a thread for long, whatever the client or upstream sent.
+import type { EncodeOptions } from 'gpt-tokenizer/GptEncoding';
 
 /** Tokens one image part costs in the fallback count (the low-detail price of OpenAI vision). */
 export const IMAGE_PART_TOKENS = 85;
@@ -11,17 +18,87 @@ const TOKENS_PER_NAME = 1;
 /** Every reply is primed with `<|start|>assistant<|message|>`. */
 const REPLY_PRIMING_TOKENS = 3;
 
-let encoder: Tiktoken | undefined;
+/** Longest text handed to the tokenizer in one go; a cut costs at most about one token. */
+export const MAX_PIECE_CHARS = 128;
+/** Characters one count on a request thread counts exactly; the rest is estimated at the counted rate. */
+export const INLINE_EXACT_CHARS = 8 * 1024;
+/** The same in the task pool, off the request threads (count_tokens of big prompts). */
+export const POOL_EXACT_CHARS = 256 * 1024;
+/** Merged pieces the tokenizer keeps (its default, 100,000, can hold tens of MB of distinct text). */
+const MERGE_CACHE_ENTRIES = 4096;
 
-function getEncoder(): Tiktoken {
-  encoder ??= new Tiktoken(require('js-tiktoken/ranks/o200k_base') as TiktokenBPE);
-  return encoder;
+/** Text that looks like a special token is counted as plain text, not refused. */
+const PLAIN_TEXT: EncodeOptions = { allowedSpecial: new Set(), disallowedSpecial: new Set() };
+
+type Encoding = { countTokens(text: string, options?: EncodeOptions): number; setMergeCacheSize(size: number): void };
+let encoding: Encoding | undefined;
+
+function getEncoding(): Encoding {
+  if (encoding === undefined) {
+    encoding = require('gpt-tokenizer/encoding/o200k_base') as Encoding;
+    encoding.setMergeCacheSize(MERGE_CACHE_ENTRIES);
+  }
+  return encoding;
 }
 
-export function countTokens(text: string): number {
+/** How much one count may still count exactly, and the rate it saw, for estimating the rest. */
+export interface CountBudget { exactChars: number; countedChars: number; countedTokens: number }
+
+export function countBudget(exactChars = INLINE_EXACT_CHARS): CountBudget {
+  return { exactChars, countedChars: 0, countedTokens: 0 };
+}
+
+/** Where to end a piece that starts at `start`: before a space in its second half, else at the bound (never inside a surrogate pair). */
+function pieceEnd(text: string, start: number): number {
+  const bound = start + MAX_PIECE_CHARS;
+  if (bound >= text.length) return text.length;
+  for (let index = bound; index > start + MAX_PIECE_CHARS / 2; index -= 1) {
+    const code = text.charCodeAt(index);
+    if (code === 0x20 || code === 0x0a || code === 0x09) return index;
+  }
+  const code = text.charCodeAt(bound - 1);
+  return code >= 0xd800 && code <= 0xdbff ? bound - 1 : bound;
+}
+
+function countExactly(text: string): number {
+  const encoder = getEncoding();
+  let total = 0;
+  for (let start = 0; start < text.length;) {
+    const end = pieceEnd(text, start);
+    total += encoder.countTokens(text.slice(start, end), PLAIN_TEXT);
+    start = end;
+  }
+  return total;
+}
+
+/**
+ * Tokens of `text`: counted exactly while `budget` lasts, the rest estimated at the rate of what was
+ * counted (UTF-8 bytes / 4 when nothing was). Pass one budget to every count of one request.
+ */
+export function countTokens(text: string, budget: CountBudget = countBudget()): number {
   if (text.length === 0) return 0;
-  // Empty allow/deny lists: text that looks like a special token is counted as plain text, not refused.
-  return getEncoder().encode(text, [], []).length;
+  let exact = text;
+  let rest = '';
+  if (text.length > budget.exactChars) {
+    let cut = budget.exactChars;
+    const code = text.charCodeAt(cut - 1);
+    if (cut > 0 && code >= 0xd800 && code <= 0xdbff) cut -= 1;
+    exact = text.slice(0, cut);
+    rest = text.slice(cut);
+  }
+  let tokens = 0;
+  if (exact.length > 0) {
+    tokens = countExactly(exact);
+    budget.exactChars -= exact.length;
+    budget.countedChars += exact.length;
+    budget.countedTokens += tokens;
+  }
+  if (rest.length > 0) {
+    tokens += budget.countedChars > 0
+      ? Math.ceil((rest.length * budget.countedTokens) / budget.countedChars)
+      : Math.ceil(Buffer.byteLength(rest) / 4);
+  }
+  return tokens;
 }
 
 /**
@@ -36,41 +113,41 @@ export function estimatePromptTokens(promptBytes: number, messageCount: number, 
 }
 
 /** Tokenizer-based count of a chat prompt, used when the upstream reports no usage. */
-export function countChatPromptTokens(messages: unknown[]): number {
+export function countChatPromptTokens(messages: unknown[], budget: CountBudget = countBudget()): number {
   let total = REPLY_PRIMING_TOKENS;
   for (const message of messages) {
     if (typeof message !== 'object' || message === null) continue;
     const record = message as Record<string, unknown>;
     total += TOKENS_PER_MESSAGE;
-    if (typeof record.role === 'string') total += countTokens(record.role);
-    if (typeof record.name === 'string') total += TOKENS_PER_NAME + countTokens(record.name);
-    total += countContentTokens(record.content);
+    if (typeof record.role === 'string') total += countTokens(record.role, budget);
+    if (typeof record.name === 'string') total += TOKENS_PER_NAME + countTokens(record.name, budget);
+    total += countContentTokens(record.content, budget);
     if (Array.isArray(record.tool_calls)) {
-      for (const call of record.tool_calls) total += countFunctionTokens((call as { function?: unknown } | null)?.function);
+      for (const call of record.tool_calls) total += countFunctionTokens((call as { function?: unknown } | null)?.function, budget);
     }
-    if (record.function_call !== undefined) total += countFunctionTokens(record.function_call);
+    if (record.function_call !== undefined) total += countFunctionTokens(record.function_call, budget);
   }
   return total;
 }
 
-function countContentTokens(content: unknown): number {
-  if (typeof content === 'string') return countTokens(content);
+function countContentTokens(content: unknown, budget: CountBudget): number {
+  if (typeof content === 'string') return countTokens(content, budget);
   if (!Array.isArray(content)) return 0;
   let total = 0;
   for (const part of content) {
     if (typeof part !== 'object' || part === null) continue;
     const typed = part as { type?: unknown; text?: unknown };
-    if (typed.type === 'text' && typeof typed.text === 'string') total += countTokens(typed.text);
+    if (typed.type === 'text' && typeof typed.text === 'string') total += countTokens(typed.text, budget);
     else if (typed.type === 'image_url') total += IMAGE_PART_TOKENS;
   }
   return total;
 }
 
-function countFunctionTokens(value: unknown): number {
+function countFunctionTokens(value: unknown, budget: CountBudget): number {
   if (typeof value !== 'object' || value === null) return 0;
   const call = value as { name?: unknown; arguments?: unknown };
   let total = 0;
-  if (typeof call.name === 'string') total += countTokens(call.name);
-  if (typeof call.arguments === 'string') total += countTokens(call.arguments);
+  if (typeof call.name === 'string') total += countTokens(call.name, budget);
+  if (typeof call.arguments === 'string') total += countTokens(call.arguments, budget);
   return total;
 }

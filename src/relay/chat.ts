@@ -2,7 +2,7 @@
 // answer → settle → record. Streams forward upstream bytes as they arrive; only the tail is rewritten.
 import type { Caller } from '../auth/api-key';
 import { estimateQuota, isPerCall, perCallQuota, usageQuota } from '../billing/pricing';
-import { countChatPromptTokens, countTokens, estimatePromptTokens } from '../billing/tokens';
+import { countBudget, countChatPromptTokens, countTokens, estimatePromptTokens } from '../billing/tokens';
 import type { ModelConfig } from '../config';
 import type { GatewayContext } from '../context';
 import { upstreamError, type GatewayErrorShape } from '../errors';
@@ -72,8 +72,9 @@ export function cachedTokens(usage: Usage): number {
 
 /** Estimated usage when the upstream reported none: the tokenizer over prompt and delivered text. */
 function localUsage(messages: unknown, completionText: string): Usage {
-  const prompt = countChatPromptTokens(Array.isArray(messages) ? messages : []);
-  const completion = countTokens(completionText);
+  const budget = countBudget();
+  const prompt = countChatPromptTokens(Array.isArray(messages) ? messages : [], budget);
+  const completion = countTokens(completionText, budget);
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 

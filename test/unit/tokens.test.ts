@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { countChatPromptTokens, countTokens, estimatePromptTokens, IMAGE_PART_TOKENS } from '../../src/billing/tokens';
+import { countBudget, countChatPromptTokens, countTokens, estimatePromptTokens, IMAGE_PART_TOKENS, INLINE_EXACT_CHARS, MAX_PIECE_CHARS, POOL_EXACT_CHARS } from '../../src/billing/tokens';
 
 test('countTokens uses o200k_base', () => {
   assert.equal(countTokens(''), 0);
@@ -37,4 +37,29 @@ test('countChatPromptTokens counts text parts, names, tool calls and a fixed pri
     role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'lookup', arguments: '{"q":"x"}' } }],
   }]);
   assert.equal(call, 3 + countTokens('assistant') + countTokens('lookup') + countTokens('{"q":"x"}') + 3);
+});
+
+test('a long run without spaces is counted in bounded pieces: linear, near the exact count', () => {
+  let letters = '';
+  for (let index = 0; index < 20_000; index += 1) letters += String.fromCharCode(97 + ((index * 7919) % 26));
+  const counted = countTokens(letters, countBudget(Infinity));
+  // every cut costs at most about one token: 20,000 / MAX_PIECE_CHARS cuts
+  assert.ok(counted > 0 && counted <= countTokens(letters.slice(0, 10_000), countBudget(Infinity)) * 2 + 20_000 / MAX_PIECE_CHARS + 2);
+  const emoji = '😀😃😄😁'.repeat(200);   // surrogate pairs: a cut never splits one
+  assert.equal(countTokens(emoji, countBudget(Infinity)), countTokens(emoji.slice(0, 400), countBudget(Infinity)) + countTokens(emoji.slice(400), countBudget(Infinity)));
+});
+
+test('past its budget a count estimates the rest at the rate of what it counted', () => {
+  const text = 'The quarterly report shows growth in every region. '.repeat(2000);
+  const exact = countTokens(text, countBudget(Infinity));
+  const budget = countBudget(10_000);
+  const bounded = countTokens(text, budget);
+  assert.equal(budget.exactChars, 0);
+  assert.equal(budget.countedChars, 10_000);
+  assert.ok(Math.abs(bounded - exact) / exact < 0.02, `bounded ${bounded} vs exact ${exact}`);
+  // one budget spans the counts of one request
+  const shared = countBudget(100);
+  countTokens('x'.repeat(100), shared);
+  assert.equal(countTokens('hello world '.repeat(10), shared), Math.ceil((120 * shared.countedTokens) / shared.countedChars));
+  assert.ok(INLINE_EXACT_CHARS < POOL_EXACT_CHARS);
 });

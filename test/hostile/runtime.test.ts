@@ -1,0 +1,164 @@
+// Issue 21, runtime: a client or an upstream cannot hold a worker. Token counts stay linear and
+// bounded (item 4), an interrupted /v1/messages stream on an OpenAI-compatible channel bills a local
+// count as chat does (item 2), and a client that leaves is noticed during upstream silence on every
+// model route, stream or not (item 7). Each scenario ends with the money invariants.
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { countChatPromptTokens, countTokens } from '../../src/billing/tokens';
+import { localPromptTokens } from '../../src/relay/messages-usage';
+import { call, FRONTS } from '../helpers/gateway';
+import { assertMoneyInvariants, moneySnapshot, type MoneySnapshot } from '../helpers/money';
+import { createKey, eventually, flushCharges, sleep, sseEvents, startChatSetup, type ChatSetup } from '../integration/chat-harness';
+
+/** A generous bound for work that took 35–40 s before counting was made linear; no speed target. */
+const FAST_MS = 15_000;
+const CJK_PIECE = '我们的季度报告显示收入增长了百分之十二主要来自亚洲市场的新客户以及欧洲的合作伙伴关系，同时成本控制也取得了显著的成效并且团队规模稳定增长当中。'.repeat(2).slice(0, 100);
+
+function randomLetters(count: number, seed: number): string {
+  let state = seed;
+  let text = '';
+  for (let index = 0; index < count; index += 1) {
+    state = (state * 1103515245 + 12345) % 2147483648;
+    text += String.fromCharCode(97 + (state % 26));
+  }
+  return text;
+}
+
+for (const front of FRONTS) describe(`a worker cannot be held (${front} front)`, () => {
+  let setup: ChatSetup;
+  let before0: MoneySnapshot;
+  const store = () => setup.gateway.gateway.context.store;
+  const admin = () => setup.gateway.adminToken;
+  const records = async (keyId: number) => (await store().usage.list(1, { keyId }, 0, 1000)).items;
+
+  before(async () => {
+    setup = await startChatSetup({ front, mock: { chunks: 40 } });
+    await store().accounts.topUp(1, 100_000_000);
+  });
+  after(async () => { await setup?.close(); });
+  beforeEach(async () => {
+    setup.mock.reset();
+    await flushCharges(setup);
+    before0 = await moneySnapshot(store());
+  });
+  async function settled(label: string): Promise<number> {
+    await flushCharges(setup);
+    return await assertMoneyInvariants(store(), before0, label);
+  }
+
+  test('count_tokens with 20 KB of random letters answers fast and the worker keeps serving', async () => {
+    const key = await createKey(setup.url, admin(), { remain_quota: 100_000 });
+    const text = randomLetters(20_000, 7 + front.length);
+    const started = Date.now();
+    const [counted, health] = await Promise.all([
+      call(setup.url, 'POST', '/v1/messages/count_tokens', {
+        headers: { 'x-api-key': key.key }, body: { model: 'mock-chat', messages: [{ role: 'user', content: text }] },
+      }),
+      sleep(50).then(() => call(setup.url, 'GET', '/healthz')),
+    ]);
+    assert.equal(counted.status, 200, counted.text);
+    assert.ok(Date.now() - started < FAST_MS, `took ${Date.now() - started} ms`);
+    assert.equal(health.status, 200);
+    // random letters run near two characters a token: the count is a count, not a guess per byte
+    const tokens = counted.json.input_tokens;
+    assert.ok(tokens > 7_000 && tokens < 14_000, `input_tokens ${tokens}`);
+    assert.equal(await settled('count_tokens'), 0, 'count_tokens bills nothing');
+  });
+
+  for (const path of ['/v1/chat/completions', '/v1/messages'] as const) {
+    test(`a 4,000-character Chinese stream from an upstream without usage is counted fast (${path})`, async () => {
+      const key = await createKey(setup.url, admin(), { remain_quota: 1_000_000 });
+      setup.mock.script({ omitUsage: true, pieceText: CJK_PIECE });
+      const started = Date.now();
+      const response = await fetch(`${setup.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key.key}` },
+        body: JSON.stringify({ model: 'mock-chat', max_tokens: 4000, stream: true, messages: [{ role: 'user', content: 'write' }] }),
+      });
+      const text = await response.text();
+      assert.equal(response.status, 200);
+      assert.ok(Date.now() - started < FAST_MS, `took ${Date.now() - started} ms`);
+      assert.equal(text.split(CJK_PIECE).length - 1, 40, 'the whole answer arrived');
+      await settled(`CJK stream ${path}`);
+      const [record] = await records(key.id);
+      assert.equal(record.usage_source, 'estimated');
+      assert.equal(record.completion_tokens, countTokens(CJK_PIECE.repeat(40)), 'the delivered text counted by the tokenizer');
+    });
+  }
+
+  test('an interrupted /v1/messages stream on an OpenAI-compatible channel bills the local count, as chat does', async () => {
+    const prompt = 'Summarise the quarterly report for the board, with the risks first. '.repeat(66);
+    assert.ok(prompt.length > 4400);
+    const messages = [{ role: 'user', content: prompt }];
+    const billed: Record<string, number> = {};
+    for (const path of ['/v1/chat/completions', '/v1/messages'] as const) {
+      const key = await createKey(setup.url, admin(), { remain_quota: 1_000_000 });
+      setup.mock.reset();
+      setup.mock.script({ silenceAfterChunks: 3, silenceMs: 5000 });
+      const controller = new AbortController();
+      const response = await fetch(`${setup.url}${path}`, {
+        method: 'POST', signal: controller.signal,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key.key}` },
+        body: JSON.stringify({ model: 'mock-chat', max_tokens: 100, stream: true, messages }),
+      });
+      assert.equal(response.status, 200);
+      const reader = response.body!.getReader();
+      const first = await reader.read();
+      assert.ok(first.value && first.value.length > 0, 'the stream started');
+      await sleep(200);
+      controller.abort();
+      await eventually(async () => { await flushCharges(setup); return (await records(key.id)).length === 1; }, 3000, `the usage record of ${path}`);
+      const [record] = await records(key.id);
+      assert.equal(record.end_reason, 'client_gone');
+      assert.equal(record.usage_source, 'estimated');
+      billed[path] = record.prompt_tokens;
+    }
+    const local = countChatPromptTokens(messages);
+    assert.equal(billed['/v1/chat/completions'], local);
+    assert.equal(billed['/v1/messages'], localPromptTokens({ messages }), `messages billed ${billed['/v1/messages']} prompt tokens`);
+    assert.equal(billed['/v1/messages'], billed['/v1/chat/completions']);
+    await settled('interrupted messages stream');
+  });
+
+  for (const [path, stream] of [['/v1/messages', false], ['/v1/messages', true], ['/v1/chat/completions', true]] as const) {
+    test(`a client gone during upstream silence mid-answer is noticed at once (${path}${stream ? ', stream' : ''})`, async () => {
+      const key = await createKey(setup.url, admin(), { remain_quota: 100_000 });
+      // non-stream: the silence is before the answer; stream: after the first content events
+      setup.mock.script(stream ? { silenceAfterChunks: 3, silenceMs: 5000 } : { delayHeadersMs: 5000 });
+      const controller = new AbortController();
+      const pending = fetch(`${setup.url}${path}`, {
+        method: 'POST', signal: controller.signal,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key.key}` },
+        body: JSON.stringify({ model: 'mock-chat', max_tokens: 50, stream, messages: [{ role: 'user', content: 'hi' }] }),
+      }).then(async (response) => {
+        if (stream) await response.body!.getReader().read();
+        return response;
+      });
+      if (stream) await pending;
+      else await eventually(() => setup.mock.requests.length === 1, 2000, 'the upstream request');
+      await sleep(100);
+      controller.abort();
+      const gone = Date.now();
+      await pending.catch(() => undefined);
+      await eventually(() => setup.mock.requests[0]?.aborted === true, 2000, 'the upstream request aborted');
+      await eventually(async () => { await flushCharges(setup); return (await records(key.id)).length === 1; }, 2000, 'the usage record');
+      assert.ok(Date.now() - gone < 3000, 'noticed before the upstream wrote again');
+      assert.equal((await records(key.id))[0].end_reason, 'client_gone');
+      await settled(`gone during silence ${path}`);
+    });
+  }
+
+  test('the stream events of a messages call translated from chat carry the estimate only until usage arrives', async () => {
+    const key = await createKey(setup.url, admin(), { remain_quota: 100_000 });
+    const response = await fetch(`${setup.url}/v1/messages`, {
+      method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key.key },
+      body: JSON.stringify({ model: 'mock-chat', max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'hello there' }] }),
+    });
+    const events = sseEvents(await response.text());
+    const delta = events.map((event) => event.json).find((json) => json?.type === 'message_delta');
+    await settled('translated usage');
+    const [record] = await records(key.id);
+    assert.equal(record.usage_source, 'upstream');
+    assert.equal(record.prompt_tokens, delta.usage.input_tokens, 'billed the upstream\'s count restated in message_delta');
+  });
+});
