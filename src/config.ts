@@ -14,7 +14,8 @@ export const DEFAULT_MODEL_BODY_LIMIT = 32 * 1024 * 1024;      // /v1/* JSON bod
 export const DEFAULT_MULTIPART_LIMIT = 64 * 1024 * 1024;       // /v1/images/edits
 export const DEFAULT_IDLE_TIMEOUT_SECONDS = 30;
 export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
-export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
+export const DEFAULT_WATCHDOG_MS = 10_000;
+const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
 export const DEFAULT_MAX_HEADER_BYTES = 16 * 1024;
 export const DEFAULT_MAX_URL_BYTES = 8 * 1024;
 export const DEFAULT_REVEAL_LIMIT = { count: 20, windowSeconds: 600 };
@@ -110,6 +111,8 @@ export interface Limits {
   idleTimeoutSeconds: number;
   bodyTimeoutMs: number;
   drainTimeoutMs: number;
+  /** a worker whose event loop has not answered the supervisor for this long is replaced (0 = off) */
+  watchdogMs: number;
   reveal: { count: number; windowSeconds: number };
   maxKeysPerAccount: number;
 }
@@ -190,7 +193,7 @@ const FIELDS = {
   timeouts: ['connect_ms', 'first_byte_ms', 'idle_ms'],
   simulator: ['first_token_delay_ms', 'tokens_per_second'],
   limits: ['api_body_bytes', 'model_body_bytes', 'multipart_bytes', 'multipart_file_bytes', 'multipart_files', 'multipart_field_bytes',
-    'max_header_bytes', 'max_url_bytes', 'idle_timeout_seconds', 'body_timeout_ms', 'drain_timeout_ms', 'reveal', 'max_keys_per_account'],
+    'max_header_bytes', 'max_url_bytes', 'idle_timeout_seconds', 'body_timeout_ms', 'drain_timeout_ms', 'watchdog_ms', 'reveal', 'max_keys_per_account'],
   reveal: ['count', 'window_seconds'],
   video: ['vendor', 'enabled', 'timeout_hours', 'poll_interval_ms', 'sunset'],
 } as const;
@@ -416,6 +419,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
     idleTimeoutSeconds: num(limitsRaw, 'idle_timeout_seconds', DEFAULT_IDLE_TIMEOUT_SECONDS, 'limits', 1),
     bodyTimeoutMs: num(limitsRaw, 'body_timeout_ms', DEFAULT_BODY_TIMEOUT_MS, 'limits', 1),
     drainTimeoutMs: num(limitsRaw, 'drain_timeout_ms', DEFAULT_DRAIN_TIMEOUT_MS, 'limits', 0),
+    watchdogMs: num(limitsRaw, 'watchdog_ms', DEFAULT_WATCHDOG_MS, 'limits', 0),
     reveal: {
       count: num(revealRaw, 'count', DEFAULT_REVEAL_LIMIT.count, 'limits.reveal', 1),
       windowSeconds: num(revealRaw, 'window_seconds', DEFAULT_REVEAL_LIMIT.windowSeconds, 'limits.reveal', 1),

@@ -5,10 +5,12 @@ import cluster, { type Worker } from 'node:cluster';
 
 export type WorkerMessage =
   | { type: 'listening'; port: number; front: string }
+  | { type: 'pong'; id: number }
   | { type: 'reclaim'; id: number; keyId: number | null; accountId: number }
   | { type: 'leases-returned'; id: number };
 
 export type SupervisorMessage =
+  | { type: 'ping'; id: number }
   | { type: 'reclaimed'; id: number }
   | { type: 'return-leases'; id: number; keyId: number | null; accountId: number };
 
@@ -59,7 +61,9 @@ export function supervisorLink(): {
   let sequence = 0;
   let returnUnused: ((keyId: number | null, accountId: number) => Promise<void>) | undefined;
   process.on('message', (message: SupervisorMessage) => {
-    if (message?.type === 'reclaimed') {
+    // the watchdog's ping, answered from this event loop: a loop that cannot answer is frozen
+    if (message?.type === 'ping') process.send?.({ type: 'pong', id: message.id } satisfies WorkerMessage, undefined, undefined, () => undefined);
+    else if (message?.type === 'reclaimed') {
       const waiter = waiting.get(message.id);
       waiting.delete(message.id);
       waiter?.resolve();

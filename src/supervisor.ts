@@ -7,6 +7,7 @@ import { createLogger, type Logger } from './log';
 import { bootstrapAdmin, openMasterKey } from './bootstrap';
 import { openStore, type Store } from './store';
 import { supervisorLink, workerMessageServer, type WorkerMessage } from './supervisor-link';
+import { startWatchdog } from './watchdog';
 
 /** the most a worker's young-generation semi-space grows to, MiB, unless it starts larger */
 const WORKER_SEMI_SPACE_MAX_MB = 32;
@@ -60,6 +61,7 @@ export async function runSupervisor(config: Config, configPath: string | undefin
   /** workers that reported listening; the start is announced once all of the first ones have */
   const listening = new Set<number>();
   const serveWorker = workerMessageServer();
+  const watchdog = startWatchdog(config.limits.watchdogMs, log);
   let forked = 0;
   const workerIds = new Map<number, string>();
   const fork = (): Worker => {
@@ -69,8 +71,10 @@ export async function runSupervisor(config: Config, configPath: string | undefin
     workerIds.set(worker.id, workerId);
     worker.on('message', (message: WorkerMessage) => {
       if (serveWorker(worker, message)) return;
+      if (message?.type === 'pong') { watchdog.answered(worker); return; }
       if (message?.type !== 'listening') return;
       listening.add(worker.id);
+      watchdog.watch(worker, workerId);
       if (!announced && listening.size >= config.workers) {
         announced = true;
         log.info({ port, workers: config.workers, front: message.front, data_dir: config.dataDir }, `Tollgate listening on http://${config.listen.host}:${port}`);
@@ -87,6 +91,7 @@ export async function runSupervisor(config: Config, configPath: string | undefin
     const workerId = workerIds.get(worker.id);
     workerIds.delete(worker.id);
     listening.delete(worker.id);
+    watchdog.forget(worker);
     if (workerId) jobs.workerExited(workerId);
     if (stopping) return;
     const now = Date.now();
@@ -102,6 +107,7 @@ export async function runSupervisor(config: Config, configPath: string | undefin
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    watchdog.stop();
     log.info({ signal }, 'draining workers');
     const workers = Object.values(cluster.workers ?? {}).filter((worker): worker is Worker => worker !== undefined);
     const exited = workers.map((worker) => new Promise<void>((resolve) => {
@@ -162,6 +168,11 @@ export async function runWorker(config: Config): Promise<void> {
   const link = process.send ? supervisorLink() : undefined;
   // before the gateway is up there is nothing to drain
   let stop = async (code: number): Promise<void> => { process.exit(code); };
+  // The supervisor is gone (killed hard): drain as on SIGTERM (in-flight calls finish, the last batch
+  // is committed), then exit rather than linger as an orphan. The cluster module exits a worker at
+  // once when its channel drops unexpectedly; marking the disconnect expected leaves the exit to stop().
+  if (cluster.worker) cluster.worker.exitedAfterDisconnect = true;
+  process.on('disconnect', () => { log.warn('the supervisor is gone: draining, then exiting'); void stop(0); });
   // This worker's billing batches are committed by a thread of its own at nice 10, in the order
   // they are handed over: no hop through the supervisor (measured at saturation, alternated rounds:
   // −3.3 µs per non-stream call, every round lower, against batches sent to the supervisor's writer).
@@ -188,6 +199,4 @@ export async function runWorker(config: Config): Promise<void> {
   };
   process.on('SIGTERM', () => void stop(0));
   process.on('SIGINT', () => void stop(0));
-  // The supervisor is gone (killed hard): do not linger as an orphan.
-  process.on('disconnect', () => void stop(0));
 }
