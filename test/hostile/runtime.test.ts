@@ -34,6 +34,9 @@ for (const front of FRONTS) describe(`a worker cannot be held (${front} front)`,
   before(async () => {
     setup = await startChatSetup({ front, mock: { chunks: 40 } });
     await store().accounts.topUp(1, 100_000_000);
+    // the tokenizer is loaded once per thread, on first use (seconds on a loaded machine): the bounds
+    // below are about counting, so the gateway in this process loads it here
+    countTokens('warm');
   });
   after(async () => { await setup?.close(); });
   beforeEach(async () => {
@@ -147,6 +150,56 @@ for (const front of FRONTS) describe(`a worker cannot be held (${front} front)`,
       await settled(`gone during silence ${path}`);
     });
   }
+
+  const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=', 'base64');
+  const edit = (key: string) => {
+    const data = new FormData();
+    data.append('model', 'sim-image');
+    data.append('prompt', 'add a boat');
+    data.append('image', new Blob([PNG], { type: 'image/png' }), 'photo.png');
+    return fetch(`${setup.url}/v1/images/edits`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: data });
+  };
+  const bigCount = (key: string, seed: number, signal?: AbortSignal) => fetch(`${setup.url}/v1/messages/count_tokens`, {
+    method: 'POST', signal, headers: { 'content-type': 'application/json', 'x-api-key': key },
+    body: JSON.stringify({ model: 'mock-chat', messages: [{ role: 'user', content: randomLetters(70_000, seed) }] }),
+  });
+
+  test('an image edit sent while two 70 KB count_tokens calls run is not starved', async () => {
+    const key = await createKey(setup.url, admin(), { remain_quota: 1_000_000 });
+    const counts = [1, 2].map((seed) => bigCount(key.key, seed));
+    await sleep(500);
+    const answer = await edit(key.key);
+    assert.equal(answer.status, 200, await answer.clone().text());
+    assert.equal(((await answer.json()) as { data: unknown[] }).data.length, 1);
+    // each count answers: counted, or (on a starved machine) stopped at the pool's time bound, never held
+    for (const count of await Promise.all(counts)) {
+      const text = await count.text();
+      assert.ok(count.status === 200 || (count.status === 503 && text.includes('pool_task_ms')), `${count.status} ${text}`);
+    }
+    await settled('edit beside counts');
+  });
+
+  test('after a round of broken forms, big counts and clients that leave, image edits still work', async () => {
+    const key = await createKey(setup.url, admin(), { remain_quota: 1_000_000 });
+    const round: Promise<unknown>[] = [];
+    for (let index = 0; index < 24; index += 1) {
+      // a form cut off inside its file part, one with a boundary that never comes, a client that leaves mid-count
+      const cut = `--b${index}\r\nContent-Disposition: form-data; name="image"; filename="x.png"\r\nContent-Type: image/png\r\n\r\n${'x'.repeat(index * 100)}`;
+      round.push(fetch(`${setup.url}/v1/images/edits`, {
+        method: 'POST', headers: { authorization: `Bearer ${key.key}`, 'content-type': `multipart/form-data; boundary=b${index}` }, body: cut,
+      }).then((answer) => assert.ok(answer.status >= 400 && answer.status < 500, `broken form: ${answer.status}`)));
+      round.push(fetch(`${setup.url}/v1/images/edits`, {
+        method: 'POST', headers: { authorization: `Bearer ${key.key}`, 'content-type': 'multipart/form-data; boundary=never' }, body: 'garbage'.repeat(index + 1),
+      }).then((answer) => assert.ok(answer.status >= 400 && answer.status < 500, `garbage form: ${answer.status}`)));
+      if (index % 3 === 0) round.push(bigCount(key.key, index + 10, AbortSignal.timeout(100)).catch(() => undefined));
+    }
+    await Promise.all(round);
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      const answer = await edit(key.key);
+      assert.equal(answer.status, 200, await answer.clone().text());
+    }
+    await settled('after the round');
+  });
 
   test('the stream events of a messages call translated from chat carry the estimate only until usage arrives', async () => {
     const key = await createKey(setup.url, admin(), { remain_quota: 100_000 });

@@ -8,6 +8,7 @@ import { EMBEDDED_CONFIG } from '../../src/config';
 import { startMockUpstream, type MockUpstream } from '../../scripts/mock-upstream';
 import { after, before } from 'node:test';
 import type { Store } from '../../src/store';
+import type { RunOptions } from '../../src/pool';
 import { startTestGateway, type TestGateway } from '../helpers/gateway';
 import { createKey } from './chat-harness';
 
@@ -133,9 +134,9 @@ export function spyOnTranslations(setup: MessagesSetup): { tasks: string[]; rest
   const pool = setup.gateway.gateway.context.pool;
   const original = pool.run.bind(pool);
   const tasks: string[] = [];
-  pool.run = (async (file: string, name: string, input: unknown, transfer?: ArrayBuffer[]) => {
+  pool.run = (async (file: string, name: string, input: unknown, options?: RunOptions) => {
     if (file === 'translate') tasks.push(name);
-    return original(file, name, input, transfer);
+    return original(file, name, input, options);
   }) as typeof pool.run;
   return { tasks, restore() { pool.run = original; } };
 }

@@ -1,0 +1,66 @@
+// Issue 21 crash tests: kill -9 of a worker of `tollgate serve`, and of a worker and the supervisor
+// together, with streams in flight. Each ends with the money invariants read from the data dir.
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import type { MockUpstream } from '../../scripts/mock-upstream';
+import { alive, CALLS, childPids, completed, load, serve, startCrashMock, streamCall, until } from '../helpers/crash';
+import { startSupervisor } from '../helpers/gateway';
+import { assertMoneyInvariants } from '../helpers/money';
+
+describe('crash tests: kill -9 of a worker, and of a worker and the supervisor, under load', () => {
+  let mock: MockUpstream;
+  before(async () => { mock = await startCrashMock(); });
+  after(async () => { await mock?.close(); });
+
+  test('kill -9 of a worker under load: the other worker\'s calls finish, a replacement serves, leases come back, nothing double-billed', async () => {
+    const { gateway, key, store, before: snapshot } = await serve(mock, 'uws');
+    try {
+      const [victim] = childPids(gateway.child.pid!);
+      const calls = await load(gateway.url, key.key);
+      process.kill(victim, 'SIGKILL');
+      await Promise.all(calls.map((call) => call.done));
+      const finished = calls.filter(completed).length;
+      await until(() => childPids(gateway.child.pid!).filter((pid) => pid !== victim).length === 2, 15_000, 'a replacement worker');
+      const after = streamCall(gateway.url, key.key);
+      await after.done;
+      assert.ok(completed(after), 'the gateway serves after the crash');
+      assert.equal(await gateway.stop('SIGTERM'), 0);
+      const charged = await assertMoneyInvariants(store, snapshot, 'worker killed');
+      const records = (await store.usage.list(1, { keyId: key.id }, 0, 100)).items;
+      // calls the killed worker had not committed go unbilled; none is billed twice
+      assert.ok(records.length >= finished + 1 && records.length <= CALLS + 1, `${records.length} records for ${finished + 1} finished calls`);
+      assert.ok(charged > 0);
+      assert.equal((await store.keys.byId(key.id))!.leased, 0, 'the dead worker\'s leases were handed back');
+      assert.match(gateway.output(), /refunded the leases of a dead worker|worker exited/);
+    } finally {
+      await store.close();
+      await gateway.stop('SIGKILL');
+      rmSync(gateway.dataDir, { recursive: true, force: true });
+    }
+  });
+
+  test('kill -9 of a worker and of the supervisor under load: the surviving worker drains; money exact after the next start', async () => {
+    const { gateway, key, store, before: snapshot } = await serve(mock, 'uws');
+    try {
+      const [victim, survivor] = childPids(gateway.child.pid!);
+      const calls = await load(gateway.url, key.key);
+      process.kill(victim, 'SIGKILL');
+      gateway.child.kill('SIGKILL');
+      await Promise.all(calls.map((call) => call.done));
+      await until(() => !alive(survivor), 20_000, 'the surviving worker to drain and exit');
+      const finished = calls.filter(completed).length;
+      assert.ok(finished > 0, 'the surviving worker\'s calls finished');
+      const restarted = await startSupervisor({ workers: 1, dataDir: gateway.dataDir });
+      await restarted.stop();
+      await assertMoneyInvariants(store, snapshot, 'worker and supervisor killed');
+      const records = (await store.usage.list(1, { keyId: key.id }, 0, 100)).items;
+      assert.ok(records.length >= finished && records.length <= CALLS, `${records.length} records for ${finished} finished calls`);
+      assert.equal((await store.keys.byId(key.id))!.leased, 0, 'every lease returned');
+    } finally {
+      await store.close();
+      await gateway.stop('SIGKILL');
+      rmSync(gateway.dataDir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,49 @@
+// Issue 21 item 8: a worker frozen for real (SIGSTOP) is detected by the supervisor's watchdog, logged,
+// killed and replaced after its leases are handed back. Ends with the money invariants.
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import type { MockUpstream } from '../../scripts/mock-upstream';
+import { alive, childPids, completed, serve, startCrashMock, streamCall, until } from '../helpers/crash';
+import { assertMoneyInvariants } from '../helpers/money';
+
+describe('watchdog: a frozen worker is replaced', () => {
+  let mock: MockUpstream;
+  before(async () => { mock = await startCrashMock(); });
+  after(async () => { await mock?.close(); });
+
+  test('watchdog: a worker frozen with SIGSTOP is logged, killed and replaced, its leases handed back first', async () => {
+    const { gateway, key, store, before: snapshot } = await serve(mock, 'uws', { watchdog_ms: 3000 });
+    try {
+      // calls on fresh connections reach both workers: each takes a lease on the key
+      await until(async () => {
+        const calls = Array.from({ length: 6 }, () => streamCall(gateway.url, key.key));
+        await Promise.all(calls.map((call) => call.done));
+        return Object.keys((await store.keys.byId(key.id))!.leases).length === 2;
+      }, 20_000, 'both workers to hold a lease');
+      const [frozen] = childPids(gateway.child.pid!);
+      process.kill(frozen, 'SIGSTOP');
+      const stoppedAt = Date.now();
+      await until(() => !alive(frozen), 20_000, 'the watchdog to kill the frozen worker');
+      assert.ok(Date.now() - stoppedAt >= 2500, 'not before the bound');
+      const line = gateway.output().split('\n').find((text) => text.includes('worker event loop unresponsive'));
+      assert.ok(line, gateway.output().slice(-2000));
+      const logged = JSON.parse(line) as { pid: number; worker: string; watchdog_ms: number };
+      assert.equal(logged.pid, frozen);
+      assert.equal(logged.watchdog_ms, 3000);
+      await until(() => childPids(gateway.child.pid!).length === 2, 15_000, 'a replacement worker');
+      await until(async () => !(logged.worker in (await store.keys.byId(key.id))!.leases), 5000, 'the frozen worker\'s lease handed back');
+      await until(async () => {
+        const after = streamCall(gateway.url, key.key);
+        await after.done;
+        return completed(after);
+      }, 20_000, 'a call served after the replacement');
+      assert.equal(await gateway.stop('SIGTERM'), 0);
+      await assertMoneyInvariants(store, snapshot, 'watchdog');
+    } finally {
+      await store.close();
+      await gateway.stop('SIGKILL');
+      rmSync(gateway.dataDir, { recursive: true, force: true });
+    }
+  });
+});
