@@ -15,6 +15,7 @@ export const DEFAULT_MULTIPART_LIMIT = 64 * 1024 * 1024;       // /v1/images/edi
 export const DEFAULT_IDLE_TIMEOUT_SECONDS = 30;
 export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
 export const DEFAULT_WATCHDOG_MS = 10_000;
+export const DEFAULT_POOL_TASK_MS = 20_000;
 const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
 export const DEFAULT_MAX_HEADER_BYTES = 16 * 1024;
 export const DEFAULT_MAX_URL_BYTES = 8 * 1024;
@@ -113,6 +114,8 @@ export interface Limits {
   drainTimeoutMs: number;
   /** a worker whose event loop has not answered the supervisor for this long is replaced (0 = off) */
   watchdogMs: number;
+  /** time bound of one task in the piscina pool, from its submission */
+  poolTaskMs: number;
   reveal: { count: number; windowSeconds: number };
   maxKeysPerAccount: number;
 }
@@ -193,7 +196,7 @@ const FIELDS = {
   timeouts: ['connect_ms', 'first_byte_ms', 'idle_ms'],
   simulator: ['first_token_delay_ms', 'tokens_per_second'],
   limits: ['api_body_bytes', 'model_body_bytes', 'multipart_bytes', 'multipart_file_bytes', 'multipart_files', 'multipart_field_bytes',
-    'max_header_bytes', 'max_url_bytes', 'idle_timeout_seconds', 'body_timeout_ms', 'drain_timeout_ms', 'watchdog_ms', 'reveal', 'max_keys_per_account'],
+    'max_header_bytes', 'max_url_bytes', 'idle_timeout_seconds', 'body_timeout_ms', 'drain_timeout_ms', 'watchdog_ms', 'pool_task_ms', 'reveal', 'max_keys_per_account'],
   reveal: ['count', 'window_seconds'],
   video: ['vendor', 'enabled', 'timeout_hours', 'poll_interval_ms', 'sunset'],
 } as const;
@@ -420,6 +423,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
     bodyTimeoutMs: num(limitsRaw, 'body_timeout_ms', DEFAULT_BODY_TIMEOUT_MS, 'limits', 1),
     drainTimeoutMs: num(limitsRaw, 'drain_timeout_ms', DEFAULT_DRAIN_TIMEOUT_MS, 'limits', 0),
     watchdogMs: num(limitsRaw, 'watchdog_ms', DEFAULT_WATCHDOG_MS, 'limits', 0),
+    poolTaskMs: num(limitsRaw, 'pool_task_ms', DEFAULT_POOL_TASK_MS, 'limits', 1),
     reveal: {
       count: num(revealRaw, 'count', DEFAULT_REVEAL_LIMIT.count, 'limits.reveal', 1),
       windowSeconds: num(revealRaw, 'window_seconds', DEFAULT_REVEAL_LIMIT.windowSeconds, 'limits.reveal', 1),

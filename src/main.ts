@@ -60,7 +60,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   }
   const workerId = options.workerId ?? `${process.pid}-${randomBytes(4).toString('hex')}`;
   const pools = new UpstreamPools();
-  const taskPool = new TaskPool();
+  const taskPool = new TaskPool({ taskTimeoutMs: config.limits.poolTaskMs });
   const context: GatewayContext = {
     config,
     models: modelIndex(config),

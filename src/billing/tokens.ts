@@ -23,7 +23,7 @@ export const MAX_PIECE_CHARS = 128;
 /** Characters one count on a request thread counts exactly; the rest is estimated at the counted rate. */
 export const INLINE_EXACT_CHARS = 8 * 1024;
 /** The same in the task pool, off the request threads (count_tokens of big prompts). */
-export const POOL_EXACT_CHARS = 256 * 1024;
+export const POOL_EXACT_CHARS = 128 * 1024;
 /** Merged pieces the tokenizer keeps (its default, 100,000, can hold tens of MB of distinct text). */
 const MERGE_CACHE_ENTRIES = 4096;
 

@@ -17,7 +17,7 @@ export const countTokens: RouteHandler = async (exchange, _params, context) => {
   validateMessagesRequest({ ...body, max_tokens: 1 });
   resolveModel(context.config, context.models, caller.key, String(body.model));
   const inputTokens = raw.length > context.config.offloadThresholdBytes
-    ? await context.pool.run<number>('tokens', 'countMessagesTokens', body)
+    ? await context.pool.run<number>('tokens', 'countMessagesTokens', body, { cancel: exchange })
     : localPromptTokens(body);
   exchange.respond(200, JSON_HEADERS, JSON.stringify({ input_tokens: inputTokens }));
 };

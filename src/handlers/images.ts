@@ -49,7 +49,7 @@ export const imageEdits: RouteHandler = async (exchange, _params, context) => {
     body: owned, contentType: contentType!,
     limits: { totalBytes: limits.multipartBytes, fileBytes: limits.multipartFileBytes, files: limits.multipartFiles, fieldBytes: limits.multipartFieldBytes, fields: MAX_FORM_FIELDS },
   };
-  const form = await context.pool.run<ParsedEditForm>('multipart', 'parseEditForm', input, [owned.buffer]);
+  const form = await context.pool.run<ParsedEditForm>('multipart', 'parseEditForm', input, { transferList: [owned.buffer], cancel: exchange });
   const info = validateImageEdit(form, { urlInputsAllowed: (id) => context.models.get(id)?.image?.url_inputs === true });
   const model = resolveModel(context.config, context.models, caller.key, info.model);
   requireImageModel(model);

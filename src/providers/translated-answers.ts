@@ -109,7 +109,7 @@ export async function translateWholeAnswer(context: ProviderContext, call: Upstr
   name: 'openAIToAnthropicAnswer' | 'anthropicToOpenAIAnswer', direction: string): Promise<UpstreamAnswer> {
   const bytes = await readAnswer(answer, MAX_ANSWER_BYTES, call.channel.name);
   const translated = await translate(context, name,
-    { text: bytes.toString('utf8'), model: call.model.id, channel: call.channel.name }, bytes.length > offloadThreshold(context));
+    { text: bytes.toString('utf8'), model: call.model.id, channel: call.channel.name }, bytes.length > offloadThreshold(context), call.signal);
   logWarnings(context, call.channel.name, direction, translated.warnings);
   return jsonTextAnswer(answer.status, translated.text);
 }

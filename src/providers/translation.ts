@@ -7,7 +7,8 @@ import { toAnthropicMessage, toOpenAIChatRequest } from '../formats/anthropic-to
 import { toAnthropicRequest, toOpenAIChatCompletion, type OpenAIChatCompletion, type OpenAIChatRequest } from '../formats/openai-to-anthropic';
 import { upstreamError } from '../errors';
 import { localPromptTokens } from '../billing/message-tokens';
-import type { ProviderContext } from './types';
+import { cancelOn } from '../pool';
+import type { CallSignal, ProviderContext } from './types';
 
 export const DEFAULT_OFFLOAD_THRESHOLD_BYTES = 64 * 1024;
 
@@ -77,9 +78,10 @@ export function exceedsSize(value: unknown, limit: number): boolean {
   return false;
 }
 
-/** Runs a translation in the pool when the body is `large` (and a pool exists), else inline. */
-export async function translate<N extends TranslationName>(context: ProviderContext, name: N, input: InputOf<N>, large: boolean): Promise<TranslatedText> {
-  if (large && context.pool) return context.pool.run<TranslatedText>('translate', name, input);
+/** Runs a translation in the pool when the body is `large` (and a pool exists; cancelled with the call), else inline. */
+export async function translate<N extends TranslationName>(context: ProviderContext, name: N, input: InputOf<N>, large: boolean,
+  signal?: CallSignal): Promise<TranslatedText> {
+  if (large && context.pool) return context.pool.run<TranslatedText>('translate', name, input, { cancel: signal && cancelOn(signal) });
   return (TRANSLATIONS[name] as (value: InputOf<N>) => TranslatedText)(input);
 }
 
