@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { countTokens } from '../billing/tokens';
 import { badRequest } from '../errors';
 import { isObject, type JsonObject } from './json-value';
+import { DeliveredText } from './delivered-text';
 import { normalizeUsage, type Usage } from './openai-usage';
 import type { SseEvent } from './sse';
 
@@ -134,9 +135,6 @@ export function completionText(answer: JsonObject): string {
   return choices.map((choice) => (isObject(choice) && typeof choice.text === 'string' ? choice.text : '')).join('');
 }
 
-/** Bound on delivered text kept for a local count; past it the count is scaled by size. */
-const MAX_KEPT_TEXT = 256 * 1024;
-
 /**
  * A text_completion stream as the client sees it: each event as the upstream sent it (the model
  * name put back to the one the client asked for), the usage chunk only when the client asked for
@@ -146,8 +144,7 @@ const MAX_KEPT_TEXT = 256 * 1024;
 export class CompletionsStream {
   private sawDone = false;
   private upstreamUsage: Usage | undefined;
-  private text = '';
-  private textBytes = 0;
+  private readonly delivered = new DeliveredText();
   private id = '';
   private created = 0;
   private readonly finished = new Set<number>();
@@ -155,6 +152,8 @@ export class CompletionsStream {
   constructor(private readonly options: { model: string; rewriteModel: boolean; includeUsage: boolean; promptTokens: () => number }) {}
 
   get complete(): boolean { return this.sawDone || this.finished.size > 0; }
+  get deliveredChars(): number { return this.delivered.chars; }
+  deliveredTokens(): number { return this.delivered.tokens(); }
 
   push(event: SseEvent): string {
     if (event.data.trim() === '[DONE]') { this.sawDone = true; return ''; }
@@ -168,10 +167,7 @@ export class CompletionsStream {
     const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
     for (const choice of choices) {
       if (!isObject(choice)) continue;
-      if (typeof choice.text === 'string') {
-        this.textBytes += choice.text.length;
-        if (this.text.length < MAX_KEPT_TEXT) this.text += choice.text;
-      }
+      if (typeof choice.text === 'string') this.delivered.add(choice.text);
       if (choice.finish_reason != null && typeof choice.index === 'number') this.finished.add(choice.index);
     }
     if (choices.length === 0 && usage !== undefined) return '';   // sent by finish(), when asked for
@@ -196,8 +192,7 @@ export class CompletionsStream {
 
   usage(): { usage: Usage; source: 'upstream' | 'estimated' } {
     if (this.upstreamUsage !== undefined) return { usage: this.upstreamUsage, source: 'upstream' };
-    const kept = countTokens(this.text);
-    const completion = this.textBytes > this.text.length ? Math.ceil((kept * this.textBytes) / this.text.length) : kept;
+    const completion = this.delivered.tokens();
     const prompt = this.options.promptTokens();
     return { usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion }, source: 'estimated' };
   }

@@ -1,8 +1,8 @@
 // OpenAI Responses API (POST /v1/responses): request validation, usage in both shapes, and the
 // stream as the client sees it (model name, usage filled in when the upstream left it out).
 // Pure: no I/O. The translation to and from chat completions is in openai-responses-chat*.ts.
-import { countTokens } from '../billing/tokens';
 import { badRequest } from '../errors';
+import { DeliveredText } from './delivered-text';
 import { isObject, type JsonObject } from './json-value';
 import type { Usage } from './openai-usage';
 import { encodeSseEvent, type SseEvent } from './sse';
@@ -199,8 +199,6 @@ export function responseOutputText(response: JsonObject): string {
 const LIFECYCLE = new Set(['response.created', 'response.queued', 'response.in_progress', 'response.completed', 'response.incomplete', 'response.failed']);
 const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed']);
 const DELTAS = new Set(['response.output_text.delta', 'response.function_call_arguments.delta', 'response.reasoning_summary_text.delta', 'response.refusal.delta']);
-/** Bound on delivered text kept for a local count; past it the count is scaled by size. */
-const MAX_KEPT_TEXT = 256 * 1024;
 
 /**
  * A Responses event stream as the client sees it: every event as it came, except that the
@@ -212,13 +210,14 @@ export class ResponsesStream {
   private failed = false;
   private upstreamUsage: Usage | undefined;
   private estimated: Usage | undefined;
-  private text = '';
-  private textChars = 0;
+  private readonly delivered = new DeliveredText();
   private lastSequence = -1;
 
   constructor(private readonly options: { model: string; promptTokens: () => number }) {}
 
   get complete(): boolean { return this.terminal; }
+  get deliveredChars(): number { return this.delivered.chars; }
+  deliveredTokens(): number { return this.delivered.tokens(); }
   get upstreamError(): boolean { return this.failed; }
 
   push(event: SseEvent): string {
@@ -228,10 +227,7 @@ export class ResponsesStream {
     const type = typeof parsed.type === 'string' ? parsed.type : event.event ?? '';
     if (typeof parsed.sequence_number === 'number') this.lastSequence = parsed.sequence_number;
     if (DELTAS.has(type)) {
-      if (typeof parsed.delta === 'string') {
-        this.textChars += parsed.delta.length;
-        if (this.text.length < MAX_KEPT_TEXT) this.text += parsed.delta;
-      }
+      if (typeof parsed.delta === 'string') this.delivered.add(parsed.delta);
       return encodeSseEvent(event.data, event.event);
     }
     if (type === 'error') { this.failed = true; return encodeSseEvent(event.data, event.event); }
@@ -265,8 +261,7 @@ export class ResponsesStream {
   }
 
   private localUsage(): Usage {
-    const kept = countTokens(this.text);
-    const completion = this.textChars > this.text.length ? Math.ceil((kept * this.textChars) / this.text.length) : kept;
+    const completion = this.delivered.tokens();
     const prompt = this.options.promptTokens();
     return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
   }

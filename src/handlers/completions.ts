@@ -2,7 +2,6 @@
 // then the relay. Billed like chat (prompt and completion tokens); served by channels whose
 // provider has the endpoint (OpenAI-compatible ones, the simulator), a 400 that says so elsewhere.
 import { authenticateKey } from '../auth/api-key';
-import { estimateQuota, isPerCall, perCallQuota } from '../billing/pricing';
 import { countTokens, estimatePromptTokens } from '../billing/tokens';
 import { badRequest } from '../errors';
 import { isObject } from '../formats/json-value';
@@ -22,7 +21,6 @@ export const completions: RouteHandler = async (exchange, _params, context) => {
     throw badRequest(`model ${model.id} is ${model.chat_image ? 'a chat image' : `a ${model.kind}`} model and cannot be used for text completions`, 'model', 'model_not_supported');
   }
   if (model.reasoning) throw badRequest(`model ${model.id} is a reasoning model and has no legacy text completions; use /v1/chat/completions`, 'model', 'model_not_supported');
-  const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
   const generated = info.generatedPerPrompt * info.promptCount;
   const maxOutput = (info.maxTokens ?? model.max_output_tokens) * generated;
   const promptEstimate = estimatePromptTokens(info.promptBytes, info.promptCount) + info.promptTokenIds;
@@ -30,7 +28,7 @@ export const completions: RouteHandler = async (exchange, _params, context) => {
   const upstreamBody = info.stream ? { ...body, stream_options: { ...(isObject(body.stream_options) ? body.stream_options : {}), include_usage: true } } : body;
   await relayEndpoint({
     exchange, context, caller, model, endpoint: 'completions', stream: info.stream,
-    estimate: isPerCall(model) ? perCallQuota(model, 1, ratio) : estimateQuota(model, promptEstimate, maxOutput, ratio),
+    promptEstimate,
     bounds: { prompt: promptBoundOf(info.promptBytes, 0) + info.promptTokenIds, completion: maxOutput },
     capability: (provider) => provider.completions,
     incapable: (types) => unsupportedEndpoint(`${servedBy(model, types)}, which have no legacy text completions endpoint (/v1/completions); use /v1/chat/completions`),

@@ -2,7 +2,6 @@
 // token at the model's input price; `encoding_format`, `dimensions` and unknown fields go to the
 // upstream as they are.
 import { authenticateKey } from '../auth/api-key';
-import { estimateQuota } from '../billing/pricing';
 import type { ModelConfig } from '../config';
 import { badRequest } from '../errors';
 import { countEmbeddingTokens, embeddingsUsage, validateEmbeddingsRequest } from '../formats/openai-embeddings';
@@ -26,13 +25,12 @@ export const embeddings: RouteHandler = async (exchange, _params, context) => {
   const info = validateEmbeddingsRequest(body);
   const model = resolveModel(context.config, context.models, caller.key, info.model);
   requireEmbeddingModel(model);
-  const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
   // A byte-level BPE token is at least one byte: bytes / 3 leans high as a reservation, and the
   // bytes themselves bound what an upstream can truthfully report.
   const estimateTokens = Math.ceil(info.textBytes / 3) + info.arrayTokens + info.inputCount;
   await relayEndpoint({
     exchange, context, caller, model, endpoint: 'embeddings', stream: false,
-    estimate: estimateQuota(model, estimateTokens, 0, ratio),
+    promptEstimate: estimateTokens,
     bounds: { prompt: info.textBytes + info.arrayTokens + info.inputCount, completion: 0 },
     capability: (provider) => provider.embeddings,
     incapable: (types) => unsupportedEndpoint(`${servedBy(model, types)}, which have no embeddings endpoint`),

@@ -4,7 +4,6 @@
 // What only an upstream speaking the Responses API can honour (store: true, previous_response_id,
 // item references, built-in tools) is a 400 when no such channel serves the model.
 import { authenticateKey } from '../auth/api-key';
-import { estimateQuota, isPerCall, perCallQuota } from '../billing/pricing';
 import { countChatPromptTokens, countTokens, estimatePromptTokens } from '../billing/tokens';
 import type { ModelConfig } from '../config';
 import { badRequest } from '../errors';
@@ -48,14 +47,13 @@ export const responses: RouteHandler = async (exchange, _params, context) => {
   const info = validateResponsesRequest(body);
   const model = resolveModel(context.config, context.models, caller.key, info.model);
   checkResponsesRules(model, info);
-  const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
   const maxOutput = info.maxOutputTokens ?? model.max_output_tokens;
   const promptBytes = raw.length - info.mediaBytes;
   const native = info.nativeOnly;
   const promptTokens = () => countResponsesPromptTokens(body);
   await relayEndpoint({
     exchange, context, caller, model, endpoint: 'responses', stream: info.stream,
-    estimate: isPerCall(model) ? perCallQuota(model, 1, ratio) : estimateQuota(model, estimatePromptTokens(promptBytes, info.itemCount, info.imageCount), maxOutput, ratio),
+    promptEstimate: estimatePromptTokens(promptBytes, info.itemCount, info.imageCount),
     bounds: { prompt: promptBoundOf(promptBytes, info.imageCount), completion: maxOutput },
     capability: (provider) => (native === undefined || provider.responsesNative === true ? provider.responses : undefined),
     incapable: (types) => (native === undefined

@@ -21,13 +21,13 @@ import { ModelRename } from '../formats/model-rename';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 /** forwarded bytes before the first weighing of a stream's output against its reservation */
-const BUDGET_CHECK_BYTES = 32 * 1024;
+export const BUDGET_CHECK_BYTES = 32 * 1024;
 /** prompt tokens an image can cost at most (high detail, large), for the bound on reported usage */
 const MAX_IMAGE_TOKENS = 10_000;
 /** prompt tokens a provider may add of its own beyond the request's bytes, for the bound on reported usage */
 const PROMPT_BOUND_SLACK = 4096;
 
-function quotaBoundError(): GatewayErrorShape {
+export function quotaBoundError(): GatewayErrorShape {
   return {
     status: 429, type: 'insufficient_quota', code: 'insufficient_quota', retryable: false,
     message: 'the answer reached what this request could reserve (the key\'s quota or the account balance); it was cut off there and billed up to it',

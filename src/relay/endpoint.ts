@@ -4,7 +4,7 @@
 // read whole or rewritten event by event by the endpoint's own dialect code (src/formats), usage
 // from the answer or counted locally, the charge bounded, and the client shown what was billed.
 // The chat route keeps its own tuned path (src/relay/chat.ts); these routes decode every event.
-import { isPerCall, perCallQuota, usageQuota } from '../billing/pricing';
+import { estimateQuota, isPerCall, perCallQuota, usageQuota } from '../billing/pricing';
 import type { ModelConfig } from '../config';
 import type { GatewayContext } from '../context';
 import { badRequest, upstreamError, type GatewayError, type GatewayErrorShape } from '../errors';
@@ -14,7 +14,7 @@ import { eventTooLarge, SseDecoder, type SseEvent } from '../formats/sse';
 import { MAX_ANSWER_BYTES, readAnswer } from '../providers/http-call';
 import type { JsonCall, Provider, UpstreamAnswer } from '../providers/types';
 import { billedCall, type BilledCallOptions } from './billed-call';
-import { boundedUsage, cachedTokens } from './chat';
+import { boundedUsage, BUDGET_CHECK_BYTES, cachedTokens, quotaBoundError } from './chat';
 import { withFailover, type Attempt } from './failover';
 import { pipeStream, type PipeOutcome, type StreamTransform } from './stream-pipe';
 
@@ -32,6 +32,10 @@ export interface StreamRewriter {
   readonly complete: boolean;
   /** the upstream reported a failure in the stream (its own error event) */
   readonly upstreamError?: boolean;
+  /** characters of output delivered so far (a cheap first weighing against the reservation) */
+  readonly deliveredChars: number;
+  /** tokenizer count of the output delivered so far */
+  deliveredTokens(): number;
   /** usage to bill: the upstream's when it reported it, else counted from what was delivered */
   usage(): { usage: Usage; source: UsageSource };
   /** an error as this stream's event, when it needs the stream's own state (else EndpointCall.errorEvent) */
@@ -51,9 +55,14 @@ export interface WholeAnswerDialect {
 }
 
 /** A call to one of these endpoints: the billed call's frame (endpoint, stream, estimate, …) and the endpoint's dialect. */
-export interface EndpointCall extends BilledCallOptions {
-  /** reported usage above these is a fault, billed at the bound */
+export interface EndpointCall extends Omit<BilledCallOptions, 'estimate'> {
+  /** reported usage above these is a fault, billed at the bound; a stream is cut past the completion bound */
   bounds: { prompt: number; completion: number };
+  /**
+   * prompt tokens estimated from the request: the reservation is these and the completion bound
+   * priced (or the per-call price), and a stream's output is weighed against what can be charged
+   */
+  promptEstimate: number;
   /** the provider's capability for this call, undefined when it has none */
   capability(provider: Provider): ((call: JsonCall) => Promise<UpstreamAnswer>) | undefined;
   /** the 4xx when no channel serving the model has the capability (channel types given) */
@@ -114,8 +123,10 @@ export function relayEndpoint(call: EndpointCall): Promise<void> {
   let rest: string;
   try { rest = serialiseWithoutModel(call.upstreamBody); } catch (error) { return Promise.reject(error); }
   const perCall = isPerCall(model);
+  const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
+  const estimate = perCall ? perCallQuota(model, 1, ratio) : estimateQuota(model, call.promptEstimate, call.bounds.completion, ratio);
 
-  return billedCall({ exchange, context, caller, model, endpoint: call.endpoint, stream, estimate: call.estimate }, (scope) => {
+  return billedCall({ exchange, context, caller, model, endpoint: call.endpoint, stream, estimate }, (scope) => {
     /** settles the call; returns the usage billed (bounded) */
     const bill = (usage: Usage, source: UsageSource, status: number, endReason: string, firstByteAt: number | null): Usage => {
       const bounded = boundedUsage(usage, call.bounds.prompt, call.bounds.completion);
@@ -158,12 +169,27 @@ export function relayEndpoint(call: EndpointCall): Promise<void> {
       });
     }
 
+    // Mid-stream, the output delivered is weighed against the reservation as in the chat relay: once
+    // enough bytes went out to matter, at growing intervals, a rough count first, the tokenizer near
+    // the bound. Past max output or what can be charged, the stream is cut and says why.
+    const overQuota = (completionTokens: number) => {
+      const quota = usageQuota(model, { prompt_tokens: call.promptEstimate, completion_tokens: Math.ceil(completionTokens) }, scope.ratio);
+      return scope.chargeable(quota) < quota;
+    };
+    const overBudget = (current: StreamRewriter) => {
+      const rough = current.deliveredChars / 4;
+      if (rough < call.bounds.completion * 0.75 && !overQuota(rough)) return false;
+      const delivered = current.deliveredTokens();
+      return delivered > call.bounds.completion || overQuota(delivered);
+    };
     let rewriter: StreamRewriter | undefined;
     return withFailover<PipeOutcome>(context, model, caller.key.group, capable, (attempt) => send(attempt).then((answer) => {
       const current = call.streamRewriter!();
       rewriter = current;
       const errorEvent = (error: GatewayErrorShape) => current.errorEvent?.(error) ?? call.errorEvent!(error);
       const decoder = new SseDecoder();
+      let forwarded = 0;
+      let nextCheck = BUDGET_CHECK_BYTES;
       const transform: StreamTransform = {
         push: (chunk) => {
           let events: SseEvent[];
@@ -173,6 +199,11 @@ export function relayEndpoint(call: EndpointCall): Promise<void> {
           }
           let out = '';
           for (const event of events) out += current.push(event);
+          forwarded += out.length;
+          if (forwarded >= nextCheck && !perCall) {
+            nextCheck = Math.ceil(forwarded * 1.25);
+            if (overBudget(current)) transform.cut = { tail: errorEvent(quotaBoundError()), reason: 'quota_bounded' };
+          }
           return out;
         },
         finish: () => {

@@ -148,3 +148,25 @@ for (const front of FRONTS) describe(`hostile input on the OpenAI endpoints beyo
     assert.ok(own.every((record) => record.completion_tokens <= 20), own.map((record) => record.completion_tokens).join(','));
   });
 });
+
+for (const front of FRONTS) describe(`streams past their bound on the OpenAI endpoints beyond chat (${front} front)`, () => {
+  const suite = endpointsSuite({ front, chunks: 3000 });
+
+  for (const [path, body] of [
+    ['/v1/responses', { model: 'mock-chat', input: 'hi', max_output_tokens: 50, stream: true }],
+    ['/v1/completions', { model: 'mock-chat', prompt: 'hi', max_tokens: 50, stream: true }],
+  ] as const) {
+    test(`${path}: an upstream that ignores the output cap is cut off, says why, and is billed within the bound`, async () => {
+      suite.setup.mock.script({ ignoreMaxTokens: true });
+      const answer = await call(suite.setup.url, 'POST', path, { token: `Bearer ${suite.key.key}`, body });
+      assert.equal(answer.status, 200);
+      const events = answer.text.split('\n\n').filter((block) => block.includes('data:'));
+      assert.ok(events.length < 3000, `cut off after ${events.length} events`);
+      assert.match(events.at(-1)!, /insufficient_quota/, answer.text.slice(-300));
+      const record = await suite.lastRecord();
+      assert.equal(record.end_reason, 'quota_bounded');
+      assert.ok(record.completion_tokens <= 50, `billed ${record.completion_tokens} completion tokens`);
+      await suite.settled(`${path} cut`);
+    });
+  }
+});

@@ -53,7 +53,7 @@ export interface EndpointsSuite {
  * key, the mock reset and a money snapshot before each test. The returned object is filled in by
  * the time tests run.
  */
-export function endpointsSuite(options: { front?: Front; remainQuota?: number } = {}): EndpointsSuite {
+export function endpointsSuite(options: { front?: Front; remainQuota?: number; chunks?: number } = {}): EndpointsSuite {
   let snapshot: MoneySnapshot;
   const suite = {
     store: () => suite.setup.gateway.gateway.context.store,
@@ -64,7 +64,7 @@ export function endpointsSuite(options: { front?: Front; remainQuota?: number } 
   before(async () => {
     // the tokenizer loads on first use (seconds on a loaded machine): load it before any call counts locally
     countTokens('warm up');
-    suite.setup = await startEndpointsSetup({ front: options.front });
+    suite.setup = await startEndpointsSetup({ front: options.front, chunks: options.chunks });
     await suite.store().accounts.topUp(1, 100_000_000);
     suite.key = await createKey(suite.setup.url, suite.setup.gateway.adminToken, { remain_quota: options.remainQuota ?? 20_000_000 });
   });
