@@ -48,7 +48,7 @@ export async function handleResponses(exchange: Exchange, context: MockContext):
   const text = pieces.join('');
   const outputTokens = toolName === undefined ? pieces.length : tokensForCharacters(text.length);
   const usage = exchange.fault?.omitUsage ? null : {
-    input_tokens: exchange.fault?.usageOverride?.prompt_tokens ?? promptTokens, input_tokens_details: { cached_tokens: 0 },
+    input_tokens: exchange.fault?.usageOverride?.prompt_tokens ?? promptTokens, input_tokens_details: { cached_tokens: exchange.fault?.usageOverride?.cached_tokens ?? 0 },
     output_tokens: exchange.fault?.usageOverride?.completion_tokens ?? outputTokens, output_tokens_details: { reasoning_tokens: 0 },
     total_tokens: 0,
   };

@@ -21,7 +21,7 @@ export interface MockFault {
   /** Never send usage, stream or not. */
   omitUsage?: boolean;
   /** Report these counts in place of the true usage (a careless or hostile upstream). */
-  usageOverride?: { prompt_tokens?: number; completion_tokens?: number };
+  usageOverride?: { prompt_tokens?: number; completion_tokens?: number; /** Responses API: input_tokens_details.cached_tokens */ cached_tokens?: number };
   /** Chat: answer with every content piece, whatever max_tokens says. */
   ignoreMaxTokens?: boolean;
   /** Stream: after the first event, send one event of this many bytes that never ends (no blank line), in 64 KiB writes. */

@@ -10,6 +10,7 @@ import { chatConfig, createKey, flushCharges, MOCK_MODELS, startChatSetup, type 
 
 export const ENDPOINT_MODELS = [
   { id: 'mock-embedding', owned_by: 'mock-lab', kind: 'embedding', price: { input: 0.13 } },
+  { id: 'mock-cached', owned_by: 'mock-lab', price: { input: 1, output: 2, cached_input: 0.1 } },
   { id: 'anthropic-chat', owned_by: 'mock-lab', price: { input: 3, output: 15, cached_input: 0.3 }, multimodal: true },
   { id: 'anthropic-embedding', owned_by: 'mock-lab', kind: 'embedding', price: { input: 0.1 } },
 ];
@@ -17,7 +18,7 @@ export const ENDPOINT_MODELS = [
 export function endpointsConfig(mockUrl: string): Record<string, unknown> {
   const raw = chatConfig(mockUrl) as { models: unknown[]; channels: Array<Record<string, unknown>> };
   const mockChannel = raw.channels.find((channel) => channel.name === 'mock')!;
-  mockChannel.models = [...MOCK_MODELS.map((model) => model.id), 'mock-embedding'];
+  mockChannel.models = [...MOCK_MODELS.map((model) => model.id), 'mock-embedding', 'mock-cached'];
   const anthropic = {
     name: 'mock-anthropic', type: 'anthropic', base_url: mockUrl, keys: ['upstream-key-2'],
     models: ['anthropic-chat', 'anthropic-embedding'], groups: ['default'],

@@ -45,6 +45,18 @@ describe('POST /v1/responses', () => {
     await settled('native');
   });
 
+  test('cached input tokens are billed at the cached input price', async () => {
+    suite.setup.mock.script({ usageOverride: { prompt_tokens: 1000, completion_tokens: 10, cached_tokens: 800 } });
+    const response = await client(suite.setup.url, suite.key.key).responses.create({ model: 'mock-cached', input: 'x'.repeat(4000), max_output_tokens: 20 });
+    assert.equal(response.usage!.input_tokens_details.cached_tokens, 800);
+    const record = await lastRecord();
+    assert.equal(record.cache_read_tokens, 800);
+    assert.equal(record.prompt_tokens, 1000);
+    // (200 × 1 + 800 × 0.1 + 10 × 2) USD per 1M tokens = 300e-6 USD = 150 quota
+    assert.equal(record.quota, 150);
+    await settled('cached');
+  });
+
   test('responses.stream on an OpenAI-compatible channel: the SDK accumulates the events; the final usage = the record', async () => {
     const stream = client(suite.setup.url, suite.key.key).responses.stream({ model: 'mock-chat', input: [{ role: 'user', content: [{ type: 'input_text', text: 'Say hello' }] }] });
     let deltas = '';

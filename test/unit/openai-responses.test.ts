@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ChatToResponsesStream } from '../../src/formats/openai-responses-chat-stream';
 import { toChatRequestFromResponses, toResponseFromChatCompletion } from '../../src/formats/openai-responses-chat';
-import { ResponsesStream, validateResponsesRequest } from '../../src/formats/openai-responses';
+import { fromResponsesUsage, ResponsesStream, toResponsesUsage, validateResponsesRequest } from '../../src/formats/openai-responses';
 import { SseDecoder } from '../../src/formats/sse';
 
 const decode = (text: string) => new SseDecoder().push(text);
@@ -137,4 +137,12 @@ test('the client\'s view of a Responses stream: the model name it asked for, usa
   assert.equal(billed.usage.prompt_tokens, 11);
   assert.equal(billed.usage.completion_tokens, 2);
   assert.match(stream.errorEvent({ code: 'upstream_truncated', message: 'ended early' }), /^event: error\ndata: \{"type":"error","sequence_number":3,/);
+});
+
+test('Responses usage both ways: input_tokens include the cached ones, reasoning tokens are output', () => {
+  const usage = fromResponsesUsage({ input_tokens: 100, input_tokens_details: { cached_tokens: 60 }, output_tokens: 30, output_tokens_details: { reasoning_tokens: 20 }, total_tokens: 130 })!;
+  assert.deepEqual(usage, { prompt_tokens: 100, completion_tokens: 30, total_tokens: 130, prompt_tokens_details: { cached_tokens: 60 }, completion_tokens_details: { reasoning_tokens: 20 } });
+  assert.deepEqual(toResponsesUsage(usage), { input_tokens: 100, input_tokens_details: { cached_tokens: 60 }, output_tokens: 30, output_tokens_details: { reasoning_tokens: 20 }, total_tokens: 130 });
+  assert.equal(fromResponsesUsage({ input_tokens: 0, output_tokens: 0 }), undefined, 'nothing reported is no usage');
+  assert.equal(fromResponsesUsage(null), undefined);
 });
