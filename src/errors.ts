@@ -70,9 +70,10 @@ export const notFound = (message: string, code = 'not_found'): GatewayError =>
 export const tooLarge = (message: string, param?: string): GatewayError =>
   new GatewayError({ status: 413, type: 'invalid_request_error', code: 'payload_too_large', message, param });
 
+/** A rate or concurrency limit: the client may retry after Retry-After seconds. */
 export const rateLimited = (message: string, code: string, retryAfterSeconds: number): GatewayError =>
   new GatewayError({
-    status: 429, type: code === 'insufficient_quota' ? 'insufficient_quota' : 'rate_limit_error', code, message,
+    status: 429, type: 'rate_limit_error', code, message,
     headers: { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) },
   });
 
@@ -132,5 +133,7 @@ export function renderError(error: GatewayErrorShape, dialect: ErrorDialect): Re
       };
       break;
   }
-  return { status: error.status, headers, body: JSON.stringify(payload) };
+  // 529 is Anthropic's own status (overloaded); the other dialects know it as 503
+  const status = error.status === 529 && dialect !== 'anthropic' ? 503 : error.status;
+  return { status, headers, body: JSON.stringify(payload) };
 }

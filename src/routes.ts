@@ -34,6 +34,7 @@ export function routeTable(context: GatewayContext): Route[] {
   const consoleFiles = consoleHandlers();
   const routes: Route[] = [
     { method: 'GET', pattern: '/healthz', dialect: 'openai', bodyLimit: 'none', handler: health.healthz },
+    { method: 'GET', pattern: '/api/hello', dialect: 'envelope', bodyLimit: 'none', handler: health.hello },
     { method: 'GET', pattern: '/api/token/', dialect: 'envelope', bodyLimit: 'none', handler: tokens.list },
     { method: 'GET', pattern: '/api/token/search', dialect: 'envelope', bodyLimit: 'none', handler: tokens.search },
     { method: 'GET', pattern: '/api/token/:', dialect: 'envelope', bodyLimit: 'none', handler: tokens.get },

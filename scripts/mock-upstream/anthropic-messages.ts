@@ -36,9 +36,10 @@ export async function handleMessages(exchange: Exchange, context: MockContext): 
   const model = body.model;
   if (typeof model !== 'string' || model.length === 0) throw new MockError(400, 'model: Field required');
   // The real API refuses a request without max_tokens; a gateway that forgets it must fail here too.
+  // 0 is valid (it warms the prompt cache and generates nothing).
   const maxTokens = body.max_tokens;
-  if (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 1) {
-    throw new MockError(400, 'max_tokens: Field required and must be an integer of at least 1');
+  if (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 0) {
+    throw new MockError(400, 'max_tokens: Field required and must be a non-negative integer');
   }
   const messages = body.messages;
   if (!Array.isArray(messages) || messages.length === 0) throw new MockError(400, 'messages: Field required');

@@ -47,8 +47,12 @@ export interface Reservation {
 
 interface QueuedCharge { charge: Charge; keyLease: Lease | null; accountLease: Lease }
 
+/**
+ * A key cap or balance too low: waiting does not help, so `x-should-retry: false` tells the SDKs
+ * (openai, Anthropic, Claude Code, the Vercel AI SDK) not to retry, and no Retry-After is sent.
+ */
 export function insufficientQuota(message: string): GatewayError {
-  return new GatewayError({ status: 429, type: 'insufficient_quota', code: 'insufficient_quota', message });
+  return new GatewayError({ status: 429, type: 'insufficient_quota', code: 'insufficient_quota', message, headers: { 'x-should-retry': 'false' } });
 }
 
 /**

@@ -9,7 +9,8 @@ export interface Converted<T> { value: T; warnings: string[] }
 
 export type AnthropicImageSource =
   | { type: 'base64'; media_type: string; data: string }
-  | { type: 'url'; url: string };
+  | { type: 'url'; url: string }
+  | { type: 'file'; file_id: string };
 
 export interface AnthropicTextBlock { type: 'text'; text: string; cache_control?: unknown; citations?: unknown }
 export interface AnthropicImageBlock { type: 'image'; source: AnthropicImageSource; cache_control?: unknown }
@@ -20,13 +21,15 @@ export interface AnthropicToolResultBlock {
 export interface AnthropicThinkingBlock { type: 'thinking'; thinking: string; signature?: string }
 export interface AnthropicRedactedThinkingBlock { type: 'redacted_thinking'; data: string }
 export interface AnthropicDocumentBlock {
-  type: 'document'; source: { type: string; media_type?: string; data?: string; url?: string }; title?: string; cache_control?: unknown;
+  type: 'document';
+  source: { type: string; media_type?: string; data?: string; url?: string; file_id?: string; content?: string | AnthropicContentBlock[] };
+  title?: string | null; context?: string | null; cache_control?: unknown;
 }
 export type AnthropicContentBlock =
   | AnthropicTextBlock | AnthropicImageBlock | AnthropicToolUseBlock | AnthropicToolResultBlock
   | AnthropicThinkingBlock | AnthropicRedactedThinkingBlock | AnthropicDocumentBlock;
 
-export interface AnthropicMessageParam { role: 'user' | 'assistant'; content: string | AnthropicContentBlock[] }
+export interface AnthropicMessageParam { role: 'user' | 'assistant' | 'system'; content: string | AnthropicContentBlock[] }
 
 export interface AnthropicTool {
   name: string; description?: string; input_schema?: Record<string, unknown>;
@@ -51,7 +54,8 @@ export interface AnthropicRequest {
   tools?: AnthropicTool[];
   tool_choice?: AnthropicToolChoice;
   metadata?: { user_id?: string | null };
-  thinking?: { type: 'enabled'; budget_tokens: number } | { type: 'disabled' };
+  thinking?: { type: 'enabled'; budget_tokens: number; display?: string | null } | { type: 'disabled' | 'adaptive' | 'between_tools' | (string & {}); display?: string | null };
+  output_config?: { effort?: string | null; format?: { type: 'json_schema'; schema: Record<string, unknown> } | null };
   [field: string]: unknown;
 }
 
@@ -75,6 +79,8 @@ export interface AnthropicMessage {
 
 export interface MessagesRequestInfo {
   model: string; stream: boolean; maxTokens: number; hasImages: boolean; hasDocuments: boolean; promptChars: number; messageCount: number;
+  /** output_config.format asks for JSON following a schema */
+  jsonSchema: boolean;
 }
 
 type Json = Record<string, unknown>;
@@ -110,8 +116,34 @@ function checkImageSource(source: unknown, param: string): void {
     requireString(value.data, `${param}.data`, true);
   } else if (value.type === 'url') {
     requireString(value.url, `${param}.url`, true);
+  } else if (value.type === 'file') {
+    requireString(value.file_id, `${param}.file_id`, true);
   } else {
-    fail(`${param}.type`, 'must be base64 or url');
+    fail(`${param}.type`, 'must be base64, url or file');
+  }
+}
+
+/** Document sources as the SDK types them: base64 (PDF), text, content (blocks), url, file. */
+function checkDocumentSource(source: unknown, param: string, tally: Tally): void {
+  if (!isObject(source)) fail(param, 'field required');
+  const value = source as Json;
+  switch (value.type) {
+    case 'base64': requireString(value.data, `${param}.data`, true); return;
+    case 'text': tally.chars += requireString(value.data, `${param}.data`).length; return;
+    case 'url': requireString(value.url, `${param}.url`, true); return;
+    case 'file': requireString(value.file_id, `${param}.file_id`, true); return;
+    case 'content':
+      if (typeof value.content === 'string') { tally.chars += value.content.length; return; }
+      if (!Array.isArray(value.content)) fail(`${param}.content`, 'must be a string or an array of text and image blocks');
+      (value.content as unknown[]).forEach((inner, index) => {
+        const block = inner as Json;
+        if (!isObject(inner) || (block.type !== 'text' && block.type !== 'image')) fail(`${param}.content.${index}`, 'must be a text or image block');
+        if (block.type === 'text') tally.chars += requireString(block.text, `${param}.content.${index}.text`).length;
+        else { checkImageSource(block.source, `${param}.content.${index}.source`); tally.images = true; }
+      });
+      return;
+    default:
+      fail(`${param}.type`, 'must be base64, text, content, url or file');
   }
 }
 
@@ -148,6 +180,7 @@ function checkBlock(block: unknown, param: string, role: string, tally: Tally, n
       return;
     case 'document':
       // forwarded as it is; only a multimodal model may take it
+      checkDocumentSource(value.source, `${param}.source`, tally);
       tally.documents = true;
       return;
     default:
@@ -162,9 +195,10 @@ function checkTools(tools: unknown): number {
     const param = `tools.${index}`;
     if (!isObject(tool)) fail(param, 'must be an object');
     const value = tool as Json;
-    requireString(value.name, `${param}.name`, true);
+    // server tools carry a versioned type and are the upstream's to check (some have no name)
     const serverTool = typeof value.type === 'string' && value.type !== 'custom';
     if (serverTool) return;
+    requireString(value.name, `${param}.name`, true);
     if (value.description !== undefined) requireString(value.description, `${param}.description`);
     if (!isObject(value.input_schema)) fail(`${param}.input_schema`, value.input_schema === undefined ? 'field required' : 'must be an object');
   });
@@ -181,22 +215,37 @@ function checkToolChoice(choice: unknown): void {
   }
 }
 
+/**
+ * Thinking configs: enabled (with a budget), disabled, adaptive, between_tools, and the types to
+ * come, which are the upstream's to accept; only the budget the gateway itself reads is checked.
+ */
 function checkThinking(thinking: unknown): void {
   if (!isObject(thinking)) fail('thinking', 'must be an object');
   const value = thinking as Json;
-  if (value.type === 'disabled') return;
-  if (value.type !== 'enabled') fail('thinking.type', 'must be enabled or disabled');
+  if (typeof value.type !== 'string' || value.type === '') fail('thinking.type', 'must be a string such as adaptive, enabled or disabled');
+  if (value.type !== 'enabled') return;
   if (!isInteger(value.budget_tokens) || (value.budget_tokens as number) < 1) {
     fail('thinking.budget_tokens', value.budget_tokens === undefined ? 'field required' : 'must be a positive integer');
   }
 }
 
-function checkSystem(system: unknown, tally: Tally): void {
+/** output_config: `format` (a JSON schema the answer follows) is read by translations; `effort` and the rest pass. */
+function checkOutputConfig(config: unknown): void {
+  if (!isObject(config)) fail('output_config', 'must be an object');
+  const format = (config as Json).format;
+  if (format === undefined || format === null) return;
+  if (!isObject(format)) fail('output_config.format', 'must be an object');
+  const value = format as Json;
+  if (value.type !== 'json_schema') fail('output_config.format.type', 'must be json_schema');
+  if (!isObject(value.schema)) fail('output_config.format.schema', value.schema === undefined ? 'field required' : 'must be an object');
+}
+
+function checkSystem(system: unknown, tally: Tally, param = 'system'): void {
   if (typeof system === 'string') { tally.chars += system.length; return; }
-  if (!Array.isArray(system)) fail('system', 'must be a string or an array of text blocks');
+  if (!Array.isArray(system)) fail(param, 'must be a string or an array of text blocks');
   (system as unknown[]).forEach((block, index) => {
-    if (!isObject(block) || block.type !== 'text') fail(`system.${index}`, 'must be a text block');
-    tally.chars += requireString((block as Json).text, `system.${index}.text`).length;
+    if (!isObject(block) || block.type !== 'text') fail(`${param}.${index}`, 'must be a text block');
+    tally.chars += requireString((block as Json).text, `${param}.${index}.text`).length;
   });
 }
 
@@ -206,7 +255,8 @@ export function validateMessagesRequest(body: unknown): MessagesRequestInfo {
   const model = requireString(request.model, 'model', true);
 
   if (request.max_tokens === undefined) fail('max_tokens', 'field required');
-  if (!isInteger(request.max_tokens) || (request.max_tokens as number) < 1) fail('max_tokens', 'must be a positive integer');
+  // 0 is valid upstream: it warms the prompt cache without generating anything
+  if (!isInteger(request.max_tokens) || (request.max_tokens as number) < 0) fail('max_tokens', 'must be a non-negative integer');
 
   if (request.messages === undefined) fail('messages', 'field required');
   if (!Array.isArray(request.messages) || request.messages.length === 0) fail('messages', 'must be a non-empty array');
@@ -216,7 +266,13 @@ export function validateMessagesRequest(body: unknown): MessagesRequestInfo {
     const param = `messages.${index}`;
     if (!isObject(message)) fail(param, 'must be an object');
     const { role, content } = message as Json;
-    if (role !== 'user' && role !== 'assistant') fail(`${param}.role`, 'must be user or assistant');
+    if (role === 'system') {
+      // a system turn inside messages (current clients send them): text only, as the top-level system
+      if (typeof content === 'string') { tally.chars += content.length; return; }
+      checkSystem(content, tally, `${param}.content`);
+      return;
+    }
+    if (role !== 'user' && role !== 'assistant') fail(`${param}.role`, 'must be user, assistant or system');
     // As the Anthropic API: only a final assistant turn (a prefill) may be empty.
     const emptyAllowed = role === 'assistant' && index === messages.length - 1;
     if ((content === '' || (Array.isArray(content) && content.length === 0)) && !emptyAllowed) fail(`${param}.content`, 'must not be empty');
@@ -245,7 +301,8 @@ export function validateMessagesRequest(body: unknown): MessagesRequestInfo {
     const userId = (request.metadata as Json).user_id;
     if (userId !== undefined && userId !== null && typeof userId !== 'string') fail('metadata.user_id', 'must be a string');
   }
-  if (request.thinking !== undefined) checkThinking(request.thinking);
+  if (request.thinking !== undefined && request.thinking !== null) checkThinking(request.thinking);
+  if (request.output_config !== undefined && request.output_config !== null) checkOutputConfig(request.output_config);
 
   return {
     model,
@@ -255,5 +312,6 @@ export function validateMessagesRequest(body: unknown): MessagesRequestInfo {
     hasDocuments: tally.documents,
     promptChars: tally.chars,
     messageCount: messages.length,
+    jsonSchema: isObject(request.output_config) && isObject((request.output_config as Json).format),
   };
 }

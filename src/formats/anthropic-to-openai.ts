@@ -1,8 +1,9 @@
 // Anthropic Messages dialect → OpenAI chat (for /v1/messages served by an OpenAI-compatible channel):
 // the request goes out as OpenAI, the answer comes back as Anthropic. Pure: no I/O.
 import type {
-  AnthropicContentBlock, AnthropicMessage, AnthropicMessageParam, AnthropicRequest, AnthropicToolResultBlock, Converted,
+  AnthropicContentBlock, AnthropicDocumentBlock, AnthropicMessage, AnthropicMessageParam, AnthropicRequest, AnthropicToolResultBlock, Converted,
 } from './anthropic-messages';
+import { badRequest, type GatewayError } from '../errors';
 import { countTokens } from '../billing/tokens';
 import { toAnthropicStopReason } from './map-stop-reason';
 import type {
@@ -13,6 +14,7 @@ import type {
 // Fields this converter reads; every other field of the request is named in a warning.
 const HANDLED_FIELDS = new Set([
   'model', 'max_tokens', 'messages', 'system', 'stop_sequences', 'temperature', 'top_p', 'stream', 'tools', 'tool_choice', 'metadata',
+  'thinking', 'output_config',
 ]);
 /** Completion text kept by a translated stream for a local count (the rest is extrapolated by size). */
 const MAX_COUNTED_CHARS = 256 * 1024;
@@ -27,22 +29,49 @@ function userPart(block: AnthropicContentBlock, param: string, warnings: string[
     case 'text':
       return { type: 'text', text: block.text };
     case 'image':
-      return block.source.type === 'base64'
-        ? { type: 'image_url', image_url: { url: dataUri(block.source.media_type, block.source.data) } }
-        : { type: 'image_url', image_url: { url: block.source.url } };
+      if (block.source.type === 'base64') return { type: 'image_url', image_url: { url: dataUri(block.source.media_type, block.source.data) } };
+      if (block.source.type === 'url') return { type: 'image_url', image_url: { url: block.source.url } };
+      // a file id names an upload in Anthropic's Files API: no other upstream can read it
+      throw unsendable(`${param}.source`, 'an image of source type file (an Anthropic Files API id)');
     case 'document': {
       const source = block.source ?? { type: '' };
-      if (source.type === 'text' && typeof source.data === 'string') return { type: 'text', text: source.data };
-      if (source.type === 'base64' && source.media_type === 'application/pdf' && typeof source.data === 'string') {
-        return { type: 'file', file: { filename: block.title ?? 'document.pdf', file_data: dataUri(source.media_type, source.data) } };
+      if (source.type === 'text' && typeof source.data === 'string') return { type: 'text', text: documentText(block, source.data) };
+      if (source.type === 'content') return { type: 'text', text: documentText(block, contentSourceText(source.content, `${param}.source`, warnings)) };
+      if (source.type === 'base64' && typeof source.data === 'string') {
+        return { type: 'file', file: { filename: block.title ?? 'document.pdf', file_data: dataUri(source.media_type ?? 'application/pdf', source.data) } };
       }
-      warnings.push(`${param}: ${source.type} document has no OpenAI counterpart, dropped`);
-      return undefined;
+      throw unsendable(`${param}.source`, `a document of source type ${String(source.type).slice(0, 40)}`);
     }
     default:
       warnings.push(`${param}: ${block.type} block has no OpenAI counterpart, dropped`);
       return undefined;
   }
+}
+
+/** A refusal for what an OpenAI-compatible upstream cannot be given: a 400 that names it. */
+function unsendable(param: string, what: string): GatewayError {
+  return badRequest(`${param}: ${what} can only be sent to an Anthropic channel; this model is served by an OpenAI-compatible one`, param, 'unsupported_value');
+}
+
+/** A text document as the model reads it: its title and context first, when it has them. */
+function documentText(block: AnthropicDocumentBlock, text: string): string {
+  const head = [block.title, block.context].filter((part): part is string => typeof part === 'string' && part !== '');
+  return head.length > 0 ? `${head.join('\n')}\n\n${text}` : text;
+}
+
+function contentSourceText(content: string | AnthropicContentBlock[] | undefined, param: string, warnings: string[]): string {
+  if (typeof content === 'string') return content;
+  const texts: string[] = [];
+  (content ?? []).forEach((inner, index) => {
+    if (inner.type === 'text') texts.push(inner.text);
+    else warnings.push(`${param}.content.${index}: ${inner.type} inside a document has no OpenAI counterpart, dropped`);
+  });
+  return texts.join('\n');
+}
+
+/** Text of a system turn inside messages (a string or text blocks). */
+function systemText(content: string | AnthropicContentBlock[]): string {
+  return typeof content === 'string' ? content : content.map((block) => (block.type === 'text' ? block.text : '')).join('\n');
 }
 
 function toolMessage(block: AnthropicToolResultBlock, param: string, warnings: string[]): OpenAIChatMessage {
@@ -62,6 +91,7 @@ function toolMessage(block: AnthropicToolResultBlock, param: string, warnings: s
 }
 
 function convertMessage(message: AnthropicMessageParam, param: string, warnings: string[]): OpenAIChatMessage[] {
+  if (message.role === 'system') return [{ role: 'system', content: systemText(message.content) }];
   if (typeof message.content === 'string') return [{ role: message.role, content: message.content }];
   if (message.role === 'user') {
     // Tool results answer the previous assistant turn, so their tool messages must come first.
@@ -101,7 +131,36 @@ function convertToolChoice(body: AnthropicRequest): { tool_choice?: OpenAIToolCh
   return { tool_choice: mapped, ...(choice.disable_parallel_tool_use ? { parallel_tool_calls: false } : {}) };
 }
 
-export function toOpenAIChatRequest(body: AnthropicRequest, options: { model: string }): Converted<OpenAIChatRequest> {
+/** Thinking budgets and their OpenAI reasoning effort: up to 4,096 low, up to 16,384 medium, above high. */
+const EFFORT_BUDGETS: [number, string][] = [[4096, 'low'], [16_384, 'medium']];
+
+/**
+ * `thinking` (with `output_config.effort`) → `reasoning_effort`, for a model flagged `reasoning`:
+ * other OpenAI models refuse the field, so for them it is left out (named in a warning).
+ */
+function reasoningEffort(body: AnthropicRequest, reasoningModel: boolean, warnings: string[]): string | undefined {
+  const thinking = body.thinking;
+  const asked = body.output_config?.effort;
+  if (!thinking || thinking.type === 'disabled') {
+    if (asked) warnings.push('output_config.effort: without thinking it has no OpenAI counterpart, dropped');
+    return undefined;
+  }
+  let effort: string | undefined;
+  if (thinking.type === 'enabled' && 'budget_tokens' in thinking && typeof thinking.budget_tokens === 'number') {
+    const budget = thinking.budget_tokens;
+    effort = EFFORT_BUDGETS.find(([limit]) => budget <= limit)?.[1] ?? 'high';
+  } else if (typeof asked === 'string') {
+    // xhigh and max have no OpenAI level above high
+    effort = asked === 'low' || asked === 'medium' || asked === 'high' ? asked : 'high';
+  }
+  if (!reasoningModel) {
+    warnings.push(`thinking: ${thinking.type} thinking has no counterpart on a model that is not a reasoning model, dropped`);
+    return undefined;
+  }
+  return effort;
+}
+
+export function toOpenAIChatRequest(body: AnthropicRequest, options: { model: string; reasoning?: boolean }): Converted<OpenAIChatRequest> {
   const warnings: string[] = [];
   const messages: OpenAIChatMessage[] = [];
   let cacheControl = false;
@@ -119,7 +178,15 @@ export function toOpenAIChatRequest(body: AnthropicRequest, options: { model: st
     messages.push(...convertMessage(message, `messages.${index}`, warnings));
   });
 
-  const request: OpenAIChatRequest = { model: options.model, messages, max_tokens: body.max_tokens };
+  // max_tokens 0 (warm the prompt cache) has no OpenAI counterpart: the smallest answer instead
+  if (body.max_tokens === 0) warnings.push('max_tokens: 0 (prompt cache warm-up) has no OpenAI counterpart; 1 sent');
+  const request: OpenAIChatRequest = { model: options.model, messages, max_tokens: Math.max(1, body.max_tokens) };
+  const format = body.output_config?.format;
+  if (format && format.type === 'json_schema') {
+    request.response_format = { type: 'json_schema', json_schema: { name: 'output', schema: format.schema, strict: true } };
+  }
+  const effort = reasoningEffort(body, options.reasoning === true, warnings);
+  if (effort !== undefined) request.reasoning_effort = effort;
   if (typeof body.temperature === 'number') request.temperature = body.temperature;
   if (typeof body.top_p === 'number') request.top_p = body.top_p;
   if (body.stop_sequences && body.stop_sequences.length > 0) {
@@ -157,7 +224,6 @@ export function toOpenAIChatRequest(body: AnthropicRequest, options: { model: st
 
   for (const field of Object.keys(body)) {
     if (HANDLED_FIELDS.has(field) || body[field] === undefined || body[field] === null) continue;
-    if (field === 'thinking' && body.thinking?.type === 'disabled') continue;
     warnings.push(`${field}: no OpenAI counterpart, dropped`);
   }
   return { value: request, warnings };

@@ -6,6 +6,7 @@ import type {
 } from './anthropic-messages';
 import { parseToolArguments } from './anthropic-to-openai';
 import { toOpenAIFinishReason } from './map-stop-reason';
+import { badRequest } from '../errors';
 
 // ---- OpenAI chat wire types (the subset both directions read and write) ----------------------
 
@@ -77,7 +78,7 @@ export interface OpenAIChatChunk {
 // Fields this converter reads; every other field of the request is named in a warning.
 const HANDLED_FIELDS = new Set([
   'model', 'messages', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'stop', 'stream', 'stream_options',
-  'n', 'user', 'tools', 'tool_choice', 'parallel_tool_calls', 'functions', 'function_call',
+  'n', 'user', 'tools', 'tool_choice', 'parallel_tool_calls', 'functions', 'function_call', 'response_format', 'reasoning_effort',
 ]);
 
 const DATA_URI = /^data:([^;,]+);base64,(.*)$/s;
@@ -223,7 +224,19 @@ function convertToolChoice(choice: unknown, warnings: string[]): AnthropicToolCh
   return undefined;
 }
 
-export function toAnthropicRequest(body: OpenAIChatRequest, options: { model: string; defaultMaxTokens: number }): Converted<AnthropicRequest> {
+/** reasoning_effort → a thinking budget (Anthropic requires at least 1,024 and less than max_tokens). */
+const THINKING_BUDGETS: Record<string, number> = { low: 1024, medium: 4096, high: 16_384, xhigh: 32_768 };
+const MIN_THINKING_BUDGET = 1024;
+
+/** n > 1 cannot be honoured by an Anthropic channel: a 400 rather than one choice where several were asked for. */
+function refuseChoices(n: unknown): void {
+  if (typeof n === 'number' && n > 1) {
+    throw badRequest(`n: this model is served by an Anthropic channel, which returns one choice; ${n} were asked for (send n: 1 or call ${n} times)`, 'n', 'unsupported_value');
+  }
+}
+
+export function toAnthropicRequest(body: OpenAIChatRequest, options: { model: string; defaultMaxTokens: number; reasoning?: boolean }): Converted<AnthropicRequest> {
+  refuseChoices(body.n);
   const warnings: string[] = [];
   const { system, messages } = convertMessages(body, warnings);
   const request: AnthropicRequest = {
@@ -240,7 +253,22 @@ export function toAnthropicRequest(body: OpenAIChatRequest, options: { model: st
   if (typeof body.top_p === 'number') request.top_p = body.top_p;
   if (typeof body.user === 'string') request.metadata = { user_id: body.user };
   if (body.stream === true) request.stream = true;
-  if (typeof body.n === 'number' && body.n > 1) warnings.push(`n: Anthropic returns one choice; ${body.n} requested, dropped`);
+  const format = body.response_format as { type?: string; json_schema?: { schema?: unknown } } | undefined;
+  if (format?.type === 'json_schema' && typeof format.json_schema?.schema === 'object' && format.json_schema.schema !== null) {
+    request.output_config = { format: { type: 'json_schema', schema: format.json_schema.schema as Record<string, unknown> } };
+  } else if (format != null && format.type !== 'text') warnings.push(`response_format: ${String(format.type)} has no Anthropic counterpart, dropped`);
+  const effort = body.reasoning_effort;
+  if (typeof effort === 'string' && effort !== 'none' && effort !== 'minimal') {
+    const budget = Math.min(THINKING_BUDGETS[effort] ?? THINKING_BUDGETS.medium, request.max_tokens - 1);
+    if (budget < MIN_THINKING_BUDGET) warnings.push(`reasoning_effort: max_tokens ${request.max_tokens} leaves no room for a thinking budget of ${MIN_THINKING_BUDGET}; dropped`);
+    else {
+      request.thinking = { type: 'enabled', budget_tokens: budget };
+      // Anthropic refuses sampling parameters other than the defaults while thinking
+      for (const field of ['temperature', 'top_p'] as const) {
+        if (request[field] !== undefined) { warnings.push(`${field}: not accepted with thinking; dropped`); delete request[field]; }
+      }
+    }
+  }
 
   const tools = [...(body.tools ?? []), ...(body.functions ?? []).map((fn) => ({ type: 'function', function: fn }) as OpenAITool)];
   if (tools.length > 0) request.tools = convertTools(tools, warnings);
@@ -265,6 +293,14 @@ export function toOpenAIUsage(usage: AnthropicUsage | undefined): OpenAIUsage {
   const prompt = (usage?.input_tokens ?? 0) + cacheRead + (usage?.cache_creation_input_tokens ?? 0);
   const completion = usage?.output_tokens ?? 0;
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: cacheRead } };
+}
+
+/** Whether an Anthropic usage object reports any count (an upstream that omits usage reports none). */
+function reportsUsage(usage: unknown): boolean {
+  if (typeof usage !== 'object' || usage === null) return false;
+  const counts = usage as Record<string, unknown>;
+  return ['input_tokens', 'output_tokens', 'cache_read_input_tokens', 'cache_creation_input_tokens']
+    .some((field) => typeof counts[field] === 'number' && (counts[field] as number) > 0);
 }
 
 export function toOpenAIChatCompletion(message: AnthropicMessage, options: { model: string }): Converted<OpenAIChatCompletion> {
@@ -293,7 +329,8 @@ export function toOpenAIChatCompletion(message: AnthropicMessage, options: { mod
       created: Math.floor(Date.now() / 1000),
       model: options.model,
       choices: [{ index: 0, message: reply, finish_reason: toOpenAIFinishReason(message.stop_reason), logprobs: null }],
-      usage: toOpenAIUsage(message.usage),
+      // without the upstream's counts the answer has no usage: the relay estimates, bills and shows that
+      ...(reportsUsage(message.usage) ? { usage: toOpenAIUsage(message.usage) } : {}),
     },
     warnings,
   };
@@ -324,6 +361,7 @@ export class AnthropicToOpenAIStream {
   private started = false;
   private ended = false;
   private stop: string | null = null;
+  private sawUsage = false;
   private readonly toolIndexByBlock = new Map<number, number>();
   private readonly counts: Required<{ [K in keyof AnthropicUsage]: number }> = {
     input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0,
@@ -393,13 +431,15 @@ export class AnthropicToOpenAIStream {
     const final = {
       id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.options.model,
       choices: [{ index: 0, delta: {}, finish_reason: this.finishReason ?? 'stop' }],
-      usage: toOpenAIUsage(this.counts),
+      // without the upstream's counts no usage is made up here: the stream tail estimates, bills and shows it
+      ...(this.sawUsage ? { usage: toOpenAIUsage(this.counts) } : {}),
     };
     return `${this.begin()}data: ${JSON.stringify(final)}\n\ndata: [DONE]\n\n`;
   }
 
   private recordUsage(usage: Payload | undefined): void {
     if (!usage) return;
+    if (reportsUsage(usage)) this.sawUsage = true;
     for (const field of Object.keys(this.counts) as Array<keyof typeof this.counts>) {
       if (typeof usage[field] === 'number') this.counts[field] = usage[field];
     }

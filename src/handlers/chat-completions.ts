@@ -6,7 +6,7 @@ import { isPromise } from '../store';
 import { validateChatRequest } from '../formats/openai-chat';
 import { checkChatRules } from '../relay/chat-rules';
 import { relayChatCompletions } from '../relay/chat';
-import { resolveModel } from '../relay/permissions';
+import { modelNamed, resolveModel } from '../relay/permissions';
 import type { RouteHandler } from '../routes';
 import { parseJsonBody } from './request-body';
 
@@ -20,8 +20,10 @@ function chatAs(exchange: Exchange, context: GatewayContext, caller: Caller): Pr
   // dispatcher's to answer, like a rejection)
   return exchange.body().then((raw) => {
     const body = parseJsonBody(raw);
+    // an unknown model is a 404 whatever else is wrong with the body
+    const named = modelNamed(context, caller.key, body);
     const info = validateChatRequest(body);
-    const model = resolveModel(context.config, context.models, caller.key, info.model);
+    const model = named ?? resolveModel(context.config, context.models, caller.key, info.model);
     checkChatRules(model, info);
     return relayChatCompletions({ exchange, context, caller, model, body, raw, info });
   });

@@ -4,7 +4,7 @@
 import { authenticateKey } from '../auth/api-key';
 import { validateMessagesRequest } from '../formats/anthropic-messages';
 import { localPromptTokens } from '../billing/message-tokens';
-import { resolveModel } from '../relay/permissions';
+import { modelNamed, resolveModel } from '../relay/permissions';
 import type { RouteHandler } from '../routes';
 import { readJsonBody } from './request-body';
 
@@ -13,9 +13,11 @@ const JSON_HEADERS = { 'content-type': 'application/json' };
 export const countTokens: RouteHandler = async (exchange, _params, context) => {
   const caller = await authenticateKey(exchange, context.store);
   const { body, raw } = await readJsonBody(exchange);
-  // max_tokens is not part of a count request; everything else is validated as for /v1/messages
+  // an unknown model is a 404 first; max_tokens is not part of a count request, everything else is
+  // validated as for /v1/messages
+  const named = modelNamed(context, caller.key, body);
   validateMessagesRequest({ ...body, max_tokens: 1 });
-  resolveModel(context.config, context.models, caller.key, String(body.model));
+  if (!named) resolveModel(context.config, context.models, caller.key, String(body.model));
   const inputTokens = raw.length > context.config.offloadThresholdBytes
     ? await context.pool.run<number>('tokens', 'countMessagesTokens', body, { cancel: exchange })
     : localPromptTokens(body);

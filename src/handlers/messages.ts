@@ -7,7 +7,7 @@ import { badRequest } from '../errors';
 import { validateMessagesRequest, type MessagesRequestInfo } from '../formats/anthropic-messages';
 import type { Exchange } from '../http';
 import { relayMessages } from '../relay/messages';
-import { resolveModel } from '../relay/permissions';
+import { modelNamed, resolveModel } from '../relay/permissions';
 import type { RouteHandler } from '../routes';
 import { readJsonObject } from './request-body';
 
@@ -42,6 +42,9 @@ function checkMessagesRules(model: ModelConfig, info: MessagesRequestInfo, body:
   if (info.hasImages && !model.multimodal) {
     throw badRequest(`model ${model.id} does not accept image input: send text only or use a multimodal model`, 'messages', 'unsupported_value');
   }
+  if (info.jsonSchema && !model.json_mode) {
+    throw badRequest(`model ${model.id} does not support JSON output: output_config.format needs a model with JSON mode`, 'output_config.format', 'unsupported_value');
+  }
   if (info.hasDocuments && !model.multimodal) {
     throw badRequest(`model ${model.id} does not accept document input: send text only or use a multimodal model`, 'messages', 'unsupported_value');
   }
@@ -51,8 +54,10 @@ export const messages: RouteHandler = async (exchange, _params, context) => {
   const caller = await authenticateKey(exchange, context.store);
   const headers = dialectHeaders(exchange);
   const body = await readJsonObject(exchange);
+  // an unknown model is a 404 whatever else is wrong with the body
+  const named = modelNamed(context, caller.key, body);
   const info = validateMessagesRequest(body);
-  const model = resolveModel(context.config, context.models, caller.key, info.model);
+  const model = named ?? resolveModel(context.config, context.models, caller.key, info.model);
   checkMessagesRules(model, info, body);
   await relayMessages({ exchange, context, caller, model, body, info, headers });
 };

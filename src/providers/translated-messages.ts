@@ -14,7 +14,7 @@ export function messagesOverChat(context: ProviderContext, send: ChatSender): (c
     const threshold = offloadThreshold(context);
     const body = call.body as AnthropicRequest;
     const request = await translate(context, 'anthropicToOpenAIRequest',
-      { body, model: call.upstreamModel, defaultMaxTokens: call.model.max_output_tokens, countPrompt: call.stream }, exceedsSize(body, threshold), call.signal);
+      { body, model: call.upstreamModel, defaultMaxTokens: call.model.max_output_tokens, countPrompt: call.stream, reasoning: call.model.reasoning }, exceedsSize(body, threshold), call.signal);
     logWarnings(context, call.channel.name, 'messages → chat completions', request.warnings);
     // anthropic-version and anthropic-beta mean nothing to an OpenAI upstream. An in-process upstream
     // reports the prompt count message_start showed, so what the client saw first is what is billed.

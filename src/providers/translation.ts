@@ -23,6 +23,8 @@ export interface RequestInput<Body> {
   body: Body; model: string; defaultMaxTokens: number;
   /** also count the request's prompt locally (a stream shows it in message_start), off the event loop for large bodies too */
   countPrompt?: boolean;
+  /** the model is flagged `reasoning` (it takes reasoning_effort / thinking) */
+  reasoning?: boolean;
 }
 export interface AnswerInput { text: string; model: string; channel: string }
 
@@ -42,12 +44,12 @@ const serialise = (converted: { value: unknown; warnings: string[] }): Translate
 export const TRANSLATIONS = {
   /** POST /v1/messages body → OpenAI chat request */
   anthropicToOpenAIRequest: (input: RequestInput<AnthropicRequest>): TranslatedText => ({
-    ...serialise(toOpenAIChatRequest(input.body, { model: input.model })),
+    ...serialise(toOpenAIChatRequest(input.body, { model: input.model, reasoning: input.reasoning })),
     ...(input.countPrompt ? { promptTokens: localPromptTokens(input.body as unknown as Record<string, unknown>) } : {}),
   }),
   /** POST /v1/chat/completions body → Anthropic messages request */
   openAIToAnthropicRequest: (input: RequestInput<OpenAIChatRequest>): TranslatedText =>
-    serialise(toAnthropicRequest(input.body, { model: input.model, defaultMaxTokens: input.defaultMaxTokens })),
+    serialise(toAnthropicRequest(input.body, { model: input.model, defaultMaxTokens: input.defaultMaxTokens, reasoning: input.reasoning })),
   /** OpenAI chat.completion → Anthropic Message */
   openAIToAnthropicAnswer: (input: AnswerInput): TranslatedText =>
     serialise(toAnthropicMessage(parseAnswer<OpenAIChatCompletion>(input), { model: input.model })),

@@ -21,7 +21,7 @@ export function checkChatRules(model: ModelConfig, info: ChatRequestInfo): void 
     throw badRequest(`model ${model.id} takes text only: ${info.otherMedia.param} is a "${info.otherMedia.type}" part; send text or use a multimodal model`,
       info.otherMedia.param, 'unsupported_value');
   }
-  if (info.responseFormat === 'json_object' && !model.json_mode) {
-    throw badRequest(`model ${model.id} does not support response_format json_object`, 'response_format', 'unsupported_value');
+  if ((info.responseFormat === 'json_object' || info.responseFormat === 'json_schema') && !model.json_mode) {
+    throw badRequest(`model ${model.id} does not support response_format ${info.responseFormat}`, 'response_format', 'unsupported_value');
   }
 }

@@ -16,7 +16,8 @@ import { billedCall } from './billed-call';
 import { withFailover, type Attempt } from './failover';
 import { completionTokensOfMessage, localPromptTokens, MessagesStreamWatch, usageOfMessage, type MessageUsage, type UsageSource } from './messages-usage';
 import { pipeStream, type PipeOutcome } from './stream-pipe';
-import { FirstEventModelRename, ModelRename } from '../formats/model-rename';
+import { ModelRename } from '../formats/model-rename';
+import { AnthropicStreamFill } from '../formats/anthropic-stream-fill';
 import { MAX_EVENT_BYTES } from '../formats/sse';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -97,20 +98,22 @@ export async function relayMessages(call: MessagesCall): Promise<void> {
       const answer = await send(attempt);
       usageReported = answer.usageReported;
       watch = new MessagesStreamWatch();
-      // message_start names the model: the upstream's name (model_map) is swapped for the client's
-      const rename = ModelRename.between(attempt.upstreamModel, model.id);
-      const first = rename === undefined ? undefined : new FirstEventModelRename(rename, MAX_EVENT_BYTES);
+      // message_start names the model (the upstream's name is swapped for the client's) and its usage
+      // (filled in, with what is billed, when the upstream left it out)
+      const first = new AnthropicStreamFill({
+        rename: ModelRename.between(attempt.upstreamModel, model.id), promptTokens: () => localPromptTokens(body), maxHeldBytes: MAX_EVENT_BYTES,
+      });
       const closing = (): string => {
         if (watch.sawMessageStop || watch.upstreamError) return '';
         if (watch.sawStopReason) return MESSAGE_STOP_EVENT;
         return anthropicErrorEvent({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${attempt.channel.name} ended the stream early` });
       };
       return pipeStream(exchange, answer.body, {
-        push: (chunk) => { watch.push(chunk); return first === undefined ? chunk : first.push(chunk); },
+        push: (chunk) => { watch.push(chunk); return first.push(chunk); },
         finish: () => {
           watch.end();
-          const held = first?.finish();
-          return held ? Buffer.concat([held, Buffer.from(closing())]) : closing();
+          const held = first.finish();
+          return held === null ? closing() : typeof held === 'string' ? held + closing() : Buffer.concat([held, Buffer.from(closing())]);
         },
         fail: (error) => anthropicErrorEvent(error),
       }, scope.abort, attempt.channel.name);

@@ -43,3 +43,12 @@ export function resolveModel(config: Config, models: Map<string, ModelConfig>, k
   if (reason) throw forbidden(reason, 'model_not_allowed');
   return model;
 }
+
+/**
+ * The model a request body names, resolved before the body is validated, so an unknown (or
+ * forbidden) model is a 404 (403) whatever else is wrong; undefined when the body names none yet.
+ */
+export function modelNamed(context: { config: Config; models: Map<string, ModelConfig> }, key: KeyRecord, body: unknown): ModelConfig | undefined {
+  const id = typeof body === 'object' && body !== null ? (body as { model?: unknown }).model : undefined;
+  return typeof id === 'string' && id !== '' ? resolveModel(context.config, context.models, key, id) : undefined;
+}

@@ -42,6 +42,10 @@ export function fromUpstreamStatus(status: number, bodyText: string, channel: st
   if (status === 429) {
     return new GatewayError({ status: 429, type: 'rate_limit_error', code: 'upstream_rate_limited', message: `upstream channel ${channel} is rate limiting requests; retry later`, retryable: true, headers: { 'retry-after': '1' } });
   }
+  if (status === 529) {
+    // Anthropic's "overloaded": its clients know it (and back off); others see it as a 503
+    return new GatewayError({ status: 529, type: 'overloaded_error', code: 'upstream_overloaded', message: `upstream channel ${channel} is overloaded; retry later`, retryable: true });
+  }
   if (status === 408 || status >= 500) {
     return new GatewayError({ status: 502, type: 'api_error', code: 'upstream_error', message: `upstream channel ${channel} failed with HTTP ${status}`, retryable: true });
   }

@@ -9,6 +9,8 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, afterEach, before, beforeEach } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
@@ -66,12 +68,13 @@ export function clientsConfig(mockUrl: string, extra: { models?: object[]; chann
   const modelIds = MODEL_CONFIGS.map((model) => model.id);
   return {
     ...EMBEDDED_CONFIG,
-    groups: { default: { ratio: 1 }, 'via-openai': { ratio: 1 }, 'via-sim': { ratio: 1 } },
+    // "limited": one request a minute per key, on the simulator
+    groups: { default: { ratio: 1 }, 'via-openai': { ratio: 1 }, 'via-sim': { ratio: 1 }, limited: { ratio: 1, rpm: 1 } },
     models: [...EMBEDDED_CONFIG.models, ...MODEL_CONFIGS, ...(extra.models ?? [])],
     channels: [
       { name: 'anthropic-mock', type: 'anthropic', base_url: mockUrl, keys: [UPSTREAM_KEY], models: modelIds, groups: ['default'], model_map: UPSTREAM_NAMES },
       { name: 'openai-mock', type: 'openai', base_url: mockUrl, keys: [UPSTREAM_KEY], models: modelIds, groups: ['via-openai'], model_map: UPSTREAM_NAMES },
-      { name: 'simulator', type: 'simulator', models: [...EMBEDDED_CONFIG.channels[0].models, ...modelIds], groups: ['via-sim'],
+      { name: 'simulator', type: 'simulator', models: [...EMBEDDED_CONFIG.channels[0].models, ...modelIds], groups: ['via-sim', 'limited'],
         simulator: { first_token_delay_ms: 0, tokens_per_second: 0 } },
       ...(extra.channels ?? []),
     ],
@@ -226,6 +229,32 @@ export function langchainOpenAI(url: string, key: string, model: string, fields:
 
 export function langchainAnthropic(url: string, key: string, model: string, fields: Record<string, unknown> = {}): ChatAnthropic {
   return new ChatAnthropic({ model, apiKey: key, anthropicApiUrl: url, maxRetries: 0, maxTokens: 256, ...fields });
+}
+
+/**
+ * A loopback HTTP proxy in front of the gateway that counts the requests a client sends (by method
+ * and path without query), for "how many times did it try" checks.
+ */
+export async function countingProxy(target: string): Promise<{ url: string; count(method: string, path: string): number; close(): Promise<void> }> {
+  const counts = new Map<string, number>();
+  const targetUrl = new URL(target);
+  const server = createServer((request, response) => {
+    const path = (request.url ?? '/').replace(/\?.*$/, '');
+    counts.set(`${request.method} ${path}`, (counts.get(`${request.method} ${path}`) ?? 0) + 1);
+    const upstream = httpRequest({ host: targetUrl.hostname, port: targetUrl.port, method: request.method, path: request.url, headers: request.headers }, (answer) => {
+      response.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(response);
+    });
+    upstream.on('error', () => response.destroy());
+    request.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    count: (method, path) => counts.get(`${method} ${path}`) ?? 0,
+    close: () => new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections(); }),
+  };
 }
 
 // ---- Claude Code ---------------------------------------------------------------------------

@@ -33,7 +33,7 @@ test('a full realistic request is accepted and summarised', () => {
 
 test('a minimal request: text only, not streamed', () => {
   assert.deepEqual(validateMessagesRequest(minimal()), {
-    model: 'claude-sonnet-4-5', stream: false, maxTokens: 256, hasImages: false, hasDocuments: false, promptChars: 5, messageCount: 1,
+    model: 'claude-sonnet-4-5', stream: false, maxTokens: 256, hasImages: false, hasDocuments: false, promptChars: 5, messageCount: 1, jsonSchema: false,
   });
 });
 
@@ -55,22 +55,31 @@ test('required fields are named', () => {
   rejects({ ...minimal(), model: '' }, 'model', 'model: must be a non-empty string');
   const { max_tokens: _dropped, ...withoutMax } = minimal();
   rejects(withoutMax, 'max_tokens', 'max_tokens: field required');
-  rejects({ ...minimal(), max_tokens: 0 }, 'max_tokens', 'max_tokens: must be a positive integer');
-  rejects({ ...minimal(), max_tokens: 1.5 }, 'max_tokens', 'max_tokens: must be a positive integer');
-  rejects({ ...minimal(), max_tokens: 1e300 }, 'max_tokens', 'max_tokens: must be a positive integer');
+  // 0 warms the prompt cache upstream: valid there, so valid here
+  assert.equal(validateMessagesRequest({ ...minimal(), max_tokens: 0 }).maxTokens, 0);
+  rejects({ ...minimal(), max_tokens: -1 }, 'max_tokens', 'max_tokens: must be a non-negative integer');
+  rejects({ ...minimal(), max_tokens: 1.5 }, 'max_tokens', 'max_tokens: must be a non-negative integer');
+  rejects({ ...minimal(), max_tokens: 1e300 }, 'max_tokens', 'max_tokens: must be a non-negative integer');
   rejects({ model: 'm', max_tokens: 1 }, 'messages', 'messages: field required');
   rejects({ ...minimal(), messages: [] }, 'messages', 'messages: must be a non-empty array');
 });
 
 test('message and block errors carry their path', () => {
-  rejects({ ...minimal(), messages: [{ role: 'system', content: 'x' }] }, 'messages.0.role', 'messages.0.role: must be user or assistant');
+  rejects({ ...minimal(), messages: [{ role: 'tool', content: 'x' }] }, 'messages.0.role', 'messages.0.role: must be user, assistant or system');
+  rejects({ ...minimal(), messages: [{ role: 'system', content: [{ type: 'image' }] }] }, 'messages.0.content.0', 'messages.0.content.0: must be a text block');
   rejects({ ...minimal(), messages: [{ role: 'user' }] }, 'messages.0.content', 'messages.0.content: field required');
   rejects({ ...minimal(), messages: [{ role: 'user', content: 5 }] }, 'messages.0.content', 'messages.0.content: must be a string or an array of content blocks');
   rejects({ ...minimal(), messages: [{ role: 'user', content: [] }] }, 'messages.0.content', 'messages.0.content: must not be empty');
   rejects({ ...minimal(), messages: [{ role: 'assistant', content: '' }, { role: 'user', content: 'x' }] }, 'messages.0.content', 'messages.0.content: must not be empty');
   rejects({ ...minimal(), messages: [{ role: 'user', content: [{ type: 'text' }] }] }, 'messages.0.content.0.text', 'messages.0.content.0.text: field required');
-  rejects({ ...minimal(), messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'file', file_id: 'f' } }] }] },
-    'messages.0.content.0.source.type', 'messages.0.content.0.source.type: must be base64 or url');
+  rejects({ ...minimal(), messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'file' } }] }] },
+    'messages.0.content.0.source.file_id', 'messages.0.content.0.source.file_id: field required');
+  rejects({ ...minimal(), messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'path', path: '/etc' } }] }] },
+    'messages.0.content.0.source.type', 'messages.0.content.0.source.type: must be base64, url or file');
+  rejects({ ...minimal(), messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'zip' } }] }] },
+    'messages.0.content.0.source.type', 'messages.0.content.0.source.type: must be base64, text, content, url or file');
+  rejects({ ...minimal(), messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'content', content: [{ type: 'tool_use' }] } }] }] },
+    'messages.0.content.0.source.content.0', 'messages.0.content.0.source.content.0: must be a text or image block');
   rejects({ ...minimal(), messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', data: 'AAAA' } }] }] },
     'messages.0.content.0.source.media_type', 'messages.0.content.0.source.media_type: field required');
   rejects({ ...minimal(), messages: [{ role: 'user', content: [{ type: 'tool_use', id: 't', name: 'n', input: {} }] }] },
@@ -95,7 +104,9 @@ test('optional parameters are range-checked', () => {
   rejects({ ...minimal(), tool_choice: { type: 'required' } }, 'tool_choice.type', 'tool_choice.type: must be auto, any, tool or none');
   rejects({ ...minimal(), tool_choice: { type: 'tool' } }, 'tool_choice.name', 'tool_choice.name: field required');
   rejects({ ...minimal(), thinking: { type: 'enabled' } }, 'thinking.budget_tokens', 'thinking.budget_tokens: field required');
-  rejects({ ...minimal(), thinking: { type: 'on', budget_tokens: 1024 } }, 'thinking.type', 'thinking.type: must be enabled or disabled');
+  rejects({ ...minimal(), thinking: { budget_tokens: 1024 } }, 'thinking.type', 'thinking.type: must be a string such as adaptive, enabled or disabled');
+  rejects({ ...minimal(), output_config: { format: { type: 'json_schema' } } }, 'output_config.format.schema', 'output_config.format.schema: field required');
+  rejects({ ...minimal(), output_config: { format: { type: 'xml' } } }, 'output_config.format.type', 'output_config.format.type: must be json_schema');
 });
 
 test('a final assistant turn (prefill) may be empty', () => {
@@ -123,4 +134,34 @@ test('a validation error renders as an Anthropic error body', () => {
   const rendered = renderError(caught as any, 'anthropic');
   assert.equal(rendered.status, 400);
   assert.deepEqual(JSON.parse(rendered.body), { type: 'error', error: { type: 'invalid_request_error', message: 'max_tokens: field required' } });
+});
+
+test('the shapes @anthropic-ai/sdk 1.12 types allow pass: system turns, every thinking type, file/url/text/content sources, nameless server tools', () => {
+  for (const thinking of [{ type: 'adaptive', display: 'omitted' }, { type: 'enabled', budget_tokens: 1024, display: 'summarized' }, { type: 'disabled' }, { type: 'between_tools' }]) {
+    assert.equal(validateMessagesRequest({ ...minimal(), thinking }).model, 'claude-sonnet-4-5', JSON.stringify(thinking));
+  }
+  const info = validateMessagesRequest({
+    ...minimal(),
+    output_config: { effort: 'high', format: { type: 'json_schema', schema: { type: 'object' } } },
+    context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
+    tools: [{ type: 'computer_toolset_20260801' }, { type: 'web_fetch_20260318', name: 'web_fetch' }],
+    messages: [
+      { role: 'user', content: [
+        { type: 'image', source: { type: 'file', file_id: 'file_011' } },
+        { type: 'document', source: { type: 'file', file_id: 'file_012' } },
+        { type: 'document', source: { type: 'url', url: 'https://example.com/a.pdf' } },
+        { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'plain words' }, title: 'T', context: 'C' },
+        { type: 'document', source: { type: 'content', content: [{ type: 'text', text: 'inner' }] } },
+        { type: 'search_result', source: 'https://example.com', title: 'R', content: [{ type: 'text', text: 'found' }] },
+        { type: 'text', text: 'Summarise' },
+      ] },
+      { role: 'system', content: [{ type: 'text', text: 'Environment: linux' }] },
+      { role: 'system', content: 'Be brief.' },
+    ],
+  });
+  assert.equal(info.messageCount, 3);
+  assert.equal(info.hasImages, true);
+  assert.equal(info.hasDocuments, true);
+  assert.equal(info.jsonSchema, true);
+  assert.ok(info.promptChars >= 'plain words'.length + 'inner'.length + 'Environment: linux'.length + 'Be brief.'.length + 'Summarise'.length);
 });

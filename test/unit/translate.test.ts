@@ -83,14 +83,20 @@ test('Anthropic request → OpenAI chat request', () => {
     parallel_tool_calls: false,
   });
   assert.deepEqual(warnings, [
+    'thinking: enabled thinking has no counterpart on a model that is not a reasoning model, dropped',
     'cache_control: no OpenAI counterpart, dropped',
     'top_k: no OpenAI counterpart, dropped',
-    'thinking: no OpenAI counterpart, dropped',
   ]);
+  // for a reasoning model the thinking budget becomes a reasoning effort
+  const reasoning = toOpenAIChatRequest(json('anthropic-request.json'), { model: 'o3', reasoning: true });
+  assert.equal(reasoning.value.reasoning_effort, 'low');
+  assert.ok(!reasoning.warnings.some((warning) => warning.startsWith('thinking')));
 });
 
 test('OpenAI chat request → Anthropic request', () => {
-  const { value, warnings } = toAnthropicRequest(json('openai-request.json'), { model: 'claude-sonnet-4-5', defaultMaxTokens: 4096 });
+  assert.throws(() => toAnthropicRequest(json('openai-request.json'), { model: 'claude-sonnet-4-5', defaultMaxTokens: 4096 }),
+    (error: any) => error.status === 400 && error.param === 'n' && /one choice; 2 were asked for/.test(error.message), 'n: 2 is refused, not answered with one choice');
+  const { value, warnings } = toAnthropicRequest({ ...json('openai-request.json'), n: 1 }, { model: 'claude-sonnet-4-5', defaultMaxTokens: 4096 });
   assert.deepEqual(value, {
     model: 'claude-sonnet-4-5',
     max_tokens: 4096,
@@ -113,9 +119,8 @@ test('OpenAI chat request → Anthropic request', () => {
       ] },
     ],
     stop_sequences: ['END', 'STOP'],
-    temperature: 1,
-    top_p: 0.9,
     metadata: { user_id: 'user-4711' },
+    thinking: { type: 'enabled', budget_tokens: 4095 },
     stream: true,
     tools: [
       { name: 'get_weather', description: 'Get the current weather in a given location', input_schema: {
@@ -129,10 +134,58 @@ test('OpenAI chat request → Anthropic request', () => {
     'messages.2.content.2.image_url.detail: no Anthropic counterpart, dropped',
     'messages.3.tool_calls.1: arguments are not a JSON object; used {}',
     'temperature: 1.5 is above the Anthropic maximum; sent as 1',
-    'n: Anthropic returns one choice; 2 requested, dropped',
-    'reasoning_effort: no Anthropic counterpart, dropped',
-    'response_format: no Anthropic counterpart, dropped',
+    'response_format: json_object has no Anthropic counterpart, dropped',
+    'temperature: not accepted with thinking; dropped',
+    'top_p: not accepted with thinking; dropped',
   ]);
+});
+
+test('current Anthropic shapes → OpenAI: system turns stay in place, documents become text or files, output_config.format becomes response_format; Files API ids and URL documents are refused by name', () => {
+  const { value } = toOpenAIChatRequest({
+    model: 'm', max_tokens: 0,
+    output_config: { effort: 'high', format: { type: 'json_schema', schema: { type: 'object', properties: { a: { type: 'string' } } } } },
+    thinking: { type: 'adaptive' },
+    messages: [
+      { role: 'user', content: [
+        { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'plain words' }, title: 'Notes' },
+        { type: 'document', source: { type: 'content', content: [{ type: 'text', text: 'inner' }] } },
+        { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' } },
+        { type: 'text', text: 'Summarise' },
+      ] },
+      { role: 'system', content: [{ type: 'text', text: 'Environment: linux' }] },
+    ],
+  } as any, { model: 'g', reasoning: true });
+  assert.deepEqual(value.messages, [
+    { role: 'user', content: [
+      { type: 'text', text: 'Notes\n\nplain words' },
+      { type: 'text', text: 'inner' },
+      { type: 'file', file: { filename: 'document.pdf', file_data: 'data:application/pdf;base64,JVBERi0=' } },
+      { type: 'text', text: 'Summarise' },
+    ] },
+    { role: 'system', content: 'Environment: linux' },
+  ]);
+  assert.equal(value.max_tokens, 1, 'a cache warm-up (max_tokens 0) asks for the smallest answer');
+  assert.deepEqual(value.response_format, { type: 'json_schema', json_schema: { name: 'output', schema: { type: 'object', properties: { a: { type: 'string' } } }, strict: true } });
+  assert.equal(value.reasoning_effort, 'high');
+  for (const source of [{ type: 'file', file_id: 'file_1' }, { type: 'url', url: 'https://example.com/a.pdf' }]) {
+    assert.throws(() => toOpenAIChatRequest({ model: 'm', max_tokens: 5, messages: [{ role: 'user', content: [{ type: 'document', source }] }] } as any, { model: 'g' }),
+      (error: any) => error.status === 400 && error.param === 'messages.0.content.0.source' && /only be sent to an Anthropic channel/.test(error.message));
+  }
+  assert.throws(() => toOpenAIChatRequest({ model: 'm', max_tokens: 5, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'file', file_id: 'f' } }] }] } as any, { model: 'g' }),
+    (error: any) => error.status === 400 && /image of source type file/.test(error.message));
+});
+
+test('OpenAI json_schema and reasoning_effort → Anthropic output_config.format and thinking', () => {
+  const schema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
+  const { value } = toAnthropicRequest({
+    model: 'x', max_tokens: 8000, reasoning_effort: 'medium', messages: [{ role: 'user', content: 'hi' }],
+    response_format: { type: 'json_schema', json_schema: { name: 'city', schema, strict: true } },
+  }, { model: 'c', defaultMaxTokens: 4096 });
+  assert.deepEqual(value.output_config, { format: { type: 'json_schema', schema } });
+  assert.deepEqual(value.thinking, { type: 'enabled', budget_tokens: 4096 });
+  const small = toAnthropicRequest({ model: 'x', max_tokens: 500, reasoning_effort: 'low', messages: [{ role: 'user', content: 'hi' }] }, { model: 'c', defaultMaxTokens: 4096 });
+  assert.equal(small.value.thinking, undefined, 'no room for the smallest budget: no thinking');
+  assert.match(small.warnings.join('\n'), /reasoning_effort: max_tokens 500 leaves no room/);
 });
 
 test('OpenAI request without max_tokens or stream: default max_tokens, no stream field', () => {
@@ -154,7 +207,7 @@ test('Anthropic request: dropped features are named, never silently mistranslate
     stop_sequences: ['a', 'b', 'c', 'd', 'e'],
     tools: [{ type: 'web_search_20250305', name: 'web_search' }],
     messages: [
-      { role: 'user', content: [{ type: 'document', source: { type: 'url', url: 'https://example.com/a.pdf' } }, { type: 'text', text: 'Summarise' }] },
+      { role: 'user', content: [{ type: 'text', text: 'Summarise' }] },
       { role: 'assistant', content: [{ type: 'thinking', thinking: 'hmm', signature: 'sig' }, { type: 'text', text: 'The answer is' }] },
     ],
   }, { model: 'g' });
@@ -166,7 +219,6 @@ test('Anthropic request: dropped features are named, never silently mistranslate
   assert.deepEqual(value.stop, ['a', 'b', 'c', 'd']);
   assert.equal('tools' in value, false);
   assert.deepEqual(warnings, [
-    'messages.0.content.0: url document has no OpenAI counterpart, dropped',
     'messages.1: OpenAI cannot continue a prefilled assistant turn; sent as an earlier reply',
     'messages.1.content.0: thinking block has no OpenAI counterpart, dropped',
     'stop_sequences: OpenAI takes at most 4; the rest were dropped',

@@ -30,7 +30,7 @@ export const anthropicProvider: ProviderFactory = (context): Provider => withTra
     const threshold = offloadThreshold(context);
     const body = call.body as OpenAIChatRequest;
     const request = await translate(context, 'openAIToAnthropicRequest',
-      { body, model: call.upstreamModel, defaultMaxTokens: call.model.max_output_tokens }, exceedsSize(body, threshold), call.signal);
+      { body, model: call.upstreamModel, defaultMaxTokens: call.model.max_output_tokens, reasoning: call.model.reasoning }, exceedsSize(body, threshold), call.signal);
     logWarnings(context, call.channel.name, 'chat completions → messages', request.warnings);
     const answer = await callUpstream(context, call, { method: 'POST', url: messagesUrl(call), headers: messagesHeaders(call), body: request.text });
     if (call.stream) {
