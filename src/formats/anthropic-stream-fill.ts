@@ -1,6 +1,7 @@
-// An Anthropic stream forwarded to an Anthropic client as it is, with two repairs decided once per
+// An Anthropic stream forwarded to an Anthropic client as it is, with repairs decided once per
 // stream from its first event (message_start), so an ordinary stream costs one look at that event:
 //   - the upstream's model name (a channel's model_map target) is swapped for the client's;
+//   - message_start's placeholder output count shows 0 (the final count comes in message_delta);
 //   - an upstream that omitted usage (no `usage` in message_start) would crash the SDKs, which read
 //     message_start.usage and message_delta.usage: such a stream is re-emitted event by event with
 //     usage filled in, the local counts billing falls back on (prompt given, completion counted on
@@ -68,10 +69,16 @@ export class AnthropicStreamFill {
 
   private decide(joined: Buffer, end: number): Buffer | string {
     // past the bound without a blank line there is no first event to look at: the bytes go on as they are
-    if (end === -1 || !lacksUsage(joined.toString('utf8', 0, end))) {
+    if (end === -1) { this.mode = 'pass'; return joined; }
+    const firstText = joined.toString('utf8', 0, end);
+    if (!lacksUsage(firstText)) {
       this.mode = 'pass';
-      if (end === -1 || !this.options.rename) return joined;
-      const head = this.options.rename.apply(joined.subarray(0, end));
+      let head = joined.subarray(0, end);
+      if (this.options.rename) head = this.options.rename.apply(head);
+      // message_start's output count is a placeholder the final message_delta replaces; clients that
+      // add up the counts of every event (LangChain) would count it twice, so it is shown as 0
+      const zeroed = zeroStartOutput(firstText);
+      if (zeroed !== undefined) head = this.options.rename ? this.options.rename.apply(Buffer.from(zeroed)) : Buffer.from(zeroed);
       return end === joined.length ? head : Buffer.concat([head, joined.subarray(end)]);
     }
     this.mode = 'fill';
@@ -118,6 +125,13 @@ export class AnthropicStreamFill {
 }
 
 const write = (type: string, payload: Json): string => `event: ${type}\ndata: ${JSON.stringify(payload)}\n\n`;
+
+/** A message_start event's text with a non-zero output_tokens set to 0, or undefined when there is none. */
+function zeroStartOutput(eventText: string): string | undefined {
+  if (!eventText.includes('message_start')) return undefined;
+  const zeroed = eventText.replace(/("output_tokens"\s*:\s*)[1-9]\d*/, '$10');
+  return zeroed === eventText ? undefined : zeroed;
+}
 
 /** Whether a first event is a message_start whose message has no usage object. */
 function lacksUsage(eventText: string): boolean {

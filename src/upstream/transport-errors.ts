@@ -44,7 +44,7 @@ export function fromUpstreamStatus(status: number, bodyText: string, channel: st
   }
   if (status === 529) {
     // Anthropic's "overloaded": its clients know it (and back off); others see it as a 503
-    return new GatewayError({ status: 529, type: 'overloaded_error', code: 'upstream_overloaded', message: `upstream channel ${channel} is overloaded; retry later`, retryable: true });
+    return new GatewayError({ status: 529, type: 'api_error', code: 'upstream_overloaded', message: `upstream channel ${channel} is overloaded; retry later`, retryable: true });
   }
   if (status === 408 || status >= 500) {
     return new GatewayError({ status: 502, type: 'api_error', code: 'upstream_error', message: `upstream channel ${channel} failed with HTTP ${status}`, retryable: true });

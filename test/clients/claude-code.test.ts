@@ -3,14 +3,16 @@
 // own cost figure equal the usage record; a key out of quota stops it after one request.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { CHANNEL_KINDS, countingProxy, MODELS, quotaFor, runClaude, useClientsSetup } from './harness';
+import { countingProxy, MODELS, quotaFor, runClaude, useClientsSetup } from './harness';
 
 describe('Claude Code', () => {
   const fixture = useClientsSetup();
 
   // through the openai channel on a gateway name Claude Code does not know (it then sends a system
   // turn inside messages), elsewhere on its own name for the model
-  for (const kind of CHANNEL_KINDS) {
+  // Claude Code is a heavy process: two runs cover the same dialect and translation (the simulator
+  // is the same translation as the openai channel, and the corpus replays its requests there)
+  for (const kind of ['anthropic', 'openai'] as const) {
     const model = kind === 'openai' ? MODELS.gpt : MODELS.claude;
     test(`claude -p --model ${model} through the ${kind} channel: answered; its usage and cost = the usage records`, async () => {
       const key = await fixture.key(kind, { unlimited_quota: true, name: `claude-${kind}` });

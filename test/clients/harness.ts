@@ -204,7 +204,7 @@ export function assertNoUpstreamName(text: string, label = ''): void {
 
 // ---- the clients ---------------------------------------------------------------------------
 
-const TIMEOUT_MS = 30_000;
+const TIMEOUT_MS = 60_000;
 
 export function openaiClient(url: string, key: string, maxRetries = 0): OpenAI {
   return new OpenAI({ apiKey: key, baseURL: `${url}/v1`, maxRetries, timeout: TIMEOUT_MS });

@@ -108,8 +108,10 @@ for (const front of FRONTS) {
           OpenAI.BadRequestError, { status: 400, param: 'messages[0].role' });
       });
 
-      test('a bad body is 400 before an unknown model is 404 (check order)', async () => {
+      test('an unknown model is 404 before a bad body is 400 (check order, issue 23)', async () => {
         await expectApiError(openai.chat.completions.create({ model: 'no-such-model', messages: HELLO, temperature: 9 }),
+          OpenAI.NotFoundError, { status: 404, code: 'model_not_found' });
+        await expectApiError(openai.chat.completions.create({ model: 'mock-chat', messages: HELLO, temperature: 9 }),
           OpenAI.BadRequestError, { status: 400, param: 'temperature' });
       });
     });

@@ -147,9 +147,9 @@ describe('openai package against an anthropic channel (translated)', () => {
       await expectApiError(client(fx.setup.url, fx.key).chat.completions.create(hello), OpenAI.BadRequestError, { status: 400, message: /scripted fault/ });
     });
 
-    test('an upstream 529 overload on every attempt is a 502 api_error; a rejected channel key is never a 401', async () => {
+    test('an upstream 529 overload on every attempt is a 503 (an OpenAI client\'s "overloaded"); a rejected channel key is never a 401', async () => {
       fx.setup.mock.script({ status: 529 }, 10);
-      await expectApiError(client(fx.setup.url, fx.key).chat.completions.create(hello), OpenAI.InternalServerError, { status: 502, type: 'api_error' });
+      await expectApiError(client(fx.setup.url, fx.key).chat.completions.create(hello), OpenAI.InternalServerError, { status: 503, type: 'api_error', code: 'upstream_overloaded' });
       fx.setup.mock.reset();
       fx.setup.mock.script({ status: 401 }, 10);
       const error = await expectApiError(client(fx.setup.url, fx.key).chat.completions.create(hello), OpenAI.InternalServerError, { status: 502, code: 'upstream_auth_failed' });
