@@ -1,8 +1,8 @@
 // `npm run screenshots`: every console page at desktop (1280 px, light, whole page) and phone
-// (360 × 740, dark, the screen) size, written to docs/screenshots/*.png. Runs a real gateway in this process on a temp data dir
+// (360 × 740, dark, the screen) size, account and operator pages, written to docs/screenshots/*.png. Runs a real gateway in this process on a temp data dir
 // with the simulated models, makes real calls (their clock moved back a few days, so the usage chart
 // has days to show), then drives the console in headless Chromium.
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
@@ -25,7 +25,7 @@ async function api(base: string, token: string, method: string, path: string, bo
 }
 
 /** An account with keys and a week of real (simulated-model) calls. */
-async function seed(gateway: RunningGateway, base: string): Promise<{ write: string; read: string }> {
+async function seed(gateway: RunningGateway, base: string): Promise<{ write: string; read: string; accountId: number }> {
   const store = gateway.context.store;
   const created = await store.accounts.create('acme-reseller', 'default', 25 * 500_000);
   if (created === 'exists') throw new Error('fresh data dir expected');
@@ -69,14 +69,32 @@ async function seed(gateway: RunningGateway, base: string): Promise<{ write: str
     Date.now = realNow;
   }
   await api(base, tokens.write, 'PUT', '/api/token/?status_only=true', { id: keys[4].id, status: 2 });
-  return tokens;
+  return { ...tokens, accountId: created.id };
 }
 
-async function signIn(page: Page, base: string, token: string): Promise<void> {
+async function signIn(page: Page, base: string, token: string, firstPage = 'Keys'): Promise<void> {
   await page.goto(`${base}/console/`);
   await page.getByLabel('Access token or admin token').fill(token);
   await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Keys', level: 1 }).waitFor();
+  await page.getByRole('heading', { name: firstPage, level: 1 }).waitFor();
+}
+
+/** The operator's pages, signed in with an admin token. */
+async function operatorPages(page: Page, base: string, adminToken: string, suffix: string): Promise<void> {
+  await page.evaluate(() => sessionStorage.clear());
+  await signIn(page, base, adminToken, 'Accounts');
+  await page.locator('table.accounts tbody tr').first().waitFor();
+  await shoot(page, `accounts-${suffix}`);
+  await page.locator('table.accounts tbody tr').first().getByRole('button', { name: 'Top up' }).click();
+  await page.getByRole('dialog').getByLabel('Amount (USD)').fill('10');
+  await shoot(page, `account-topup-${suffix}`);
+  await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
+  const pages = [['Channels', 'channels', 'table.channels'], ['Usage', 'deployment-usage', '.chart canvas'], ['Audit log', 'audit', 'table.audit']] as const;
+  for (const [link, name, ready] of pages) {
+    await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: link }).click();
+    await page.locator(ready).first().waitFor();
+    await shoot(page, `${name}-${suffix}`);
+  }
 }
 
 /** Desktop shots show the whole page; phone shots what the phone's screen shows (the page's top). */
@@ -85,6 +103,15 @@ async function shoot(page: Page, name: string): Promise<void> {
   await page.waitForTimeout(150);
   await page.screenshot({ path: join(OUT, `${name}.png`), fullPage: !name.endsWith('-phone') });
   process.stdout.write(`wrote docs/screenshots/${name}.png\n`);
+}
+
+/** An admin token, when the admin API (issue 18) is in this build. */
+async function operatorToken(gateway: RunningGateway): Promise<string | undefined> {
+  const module = join(__dirname, '..', 'src', 'auth', 'admin-token.js');
+  if (!existsSync(module)) return undefined;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { issueAdminToken } = require(module) as { issueAdminToken: (store: unknown, label: string) => Promise<string> };
+  return issueAdminToken(gateway.context.store, 'screenshots');
 }
 
 async function main(): Promise<void> {
@@ -96,6 +123,11 @@ async function main(): Promise<void> {
   try {
     mkdirSync(OUT, { recursive: true });
     const tokens = await seed(gateway, base);
+    const adminToken = await operatorToken(gateway);
+    if (adminToken) {
+      await api(base, adminToken, 'POST', `/api/admin/accounts/${tokens.accountId}/topup`, { usd: 25, note: 'monthly prepayment' });
+      await api(base, adminToken, 'POST', '/api/admin/accounts', { name: 'northwind', balance: 5_000_000 });
+    }
     const layouts = [
       { suffix: 'desktop', viewport: { width: 1280, height: 800 }, colorScheme: 'light' as const },
       { suffix: 'phone', viewport: { width: 360, height: 740 }, colorScheme: 'dark' as const },
@@ -132,6 +164,7 @@ async function main(): Promise<void> {
         await page.locator(ready).first().waitFor();
         await shoot(page, `${name}-${layout.suffix}`);
       }
+      if (adminToken) await operatorPages(page, base, adminToken, layout.suffix);
       await context.close();
     }
     const readOnly = await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: 'en-US', timezoneId: 'Europe/Berlin' });

@@ -99,3 +99,31 @@ export interface UsageSummary {
   days: Array<{ day: string; model: string; count: number; quota: number }>;
   truncated: boolean;
 }
+
+// ---- the operator's admin API (/api/admin/…) ----
+
+export interface AdminAccount {
+  id: number; name: string; group: string; balance: number; balance_usd: number; used_quota: number; created_time: number;
+}
+
+export interface AdminAccessToken { id: string; scope: 'read' | 'write'; created_time: number }
+
+export interface AdminChannel {
+  name: string; type: string; state: 'healthy' | 'cooling' | 'key_refused'; cooling_until: number | null;
+  consecutive_failures: number; success: number; failure: number; p50_ms: number | null; priority: number; weight: number;
+  models: string[]; keys: Array<{ index: number; state: 'ok' | 'refused' }>;
+}
+
+export interface AdminUsageRow {
+  day?: string; model?: string; key_id?: number; key_name?: string; account_id?: number;
+  requests: number; quota: number; prompt_tokens: number; completion_tokens: number;
+}
+
+export interface AdminUsage {
+  by: 'day' | 'model' | 'key'; account_id: number | null; from: number; to: number; items: AdminUsageRow[];
+  totals: { requests: number; quota: number; prompt_tokens: number; completion_tokens: number }; truncated: boolean;
+}
+
+export interface AuditEntry {
+  id: number; time: number; actor: string; action: string; account_id: number | null; details: Record<string, unknown>;
+}

@@ -9,6 +9,10 @@ import { KeysPage } from './pages/keys';
 import { UsagePage } from './pages/usage';
 import { ModelsPage } from './pages/models';
 import { BalancePage } from './pages/balance';
+import { AccountsPage } from './pages/operator/accounts';
+import { ChannelsPage } from './pages/operator/channels';
+import { DeploymentUsagePage } from './pages/operator/usage';
+import { AuditPage } from './pages/operator/audit';
 
 interface PageDef { route: string; title: string; render: (session: Session) => preact.JSX.Element }
 
@@ -19,7 +23,12 @@ const ACCOUNT_PAGES: PageDef[] = [
   { route: 'balance', title: 'Balance', render: () => <BalancePage /> },
 ];
 
-const OPERATOR_PAGES: PageDef[] = [];
+const OPERATOR_PAGES: PageDef[] = [
+  { route: 'accounts', title: 'Accounts', render: () => <AccountsPage /> },
+  { route: 'channels', title: 'Channels', render: () => <ChannelsPage /> },
+  { route: 'deployment-usage', title: 'Usage', render: () => <DeploymentUsagePage /> },
+  { route: 'audit', title: 'Audit log', render: () => <AuditPage /> },
+];
 
 export function pagesFor(session: Session): PageDef[] {
   return session.kind === 'admin' ? OPERATOR_PAGES : ACCOUNT_PAGES;

@@ -15,7 +15,8 @@ function cssVar(name: string, fallback: string): string {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
 }
 
-export function DayChart({ days, series, label, format }: { days: number[]; series: ChartSeries[]; label: string; format: (value: number) => string }) {
+/** `days` are local midnights, or UTC midnights with `utc` (the admin API counts days in UTC). */
+export function DayChart({ days, series, label, format, utc = false }: { days: number[]; series: ChartSeries[]; label: string; format: (value: number) => string; utc?: boolean }) {
   const box = useRef<HTMLDivElement>(null);
   useEffect(() => {
     const element = box.current!;
@@ -28,11 +29,11 @@ export function DayChart({ days, series, label, format }: { days: number[]; seri
       // half a day of room each side, so the first and last bars are drawn whole
       scales: { x: { time: true, range: (_plot, min, max) => [min - 43_200, max + 43_200] }, y: { range: (_plot, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
       axes: [
-        { ...axis, incrs: DAY_INCREMENTS, values: (_plot, ticks) => ticks.map((tick) => dayText(tick, true)) },
+        { ...axis, incrs: DAY_INCREMENTS, values: (_plot, ticks) => ticks.map((tick) => dayText(tick, true, utc)) },
         { ...axis, size: 70, values: (_plot, ticks) => ticks.map(format) },
       ],
       series: [
-        { label: 'Day', value: (_plot, value) => value === null ? '' : dayText(value) },
+        { label: utc ? 'Day (UTC)' : 'Day', value: (_plot, value) => value === null ? '' : dayText(value, false, utc) },
         ...series.map((entry, index) => ({
           label: entry.label,
           stroke: PALETTE[index % PALETTE.length],
@@ -45,11 +46,12 @@ export function DayChart({ days, series, label, format }: { days: number[]; seri
         })),
       ],
       legend: { live: true },
+      ...(utc ? { tzDate: (seconds: number) => uPlot.tzDate(new Date(seconds * 1000), 'Etc/UTC') } : {}),
     };
     const plot = new uPlot(options, [days, ...series.map((entry) => entry.values)], element);
     const observer = new ResizeObserver(() => plot.setSize({ width: width(), height: 260 }));
     observer.observe(element);
     return () => { observer.disconnect(); plot.destroy(); };
-  }, [days, series, format]);
+  }, [days, series, format, utc]);
   return <div class="chart" ref={box} role="img" aria-label={label} />;
 }

@@ -23,8 +23,10 @@ export function usdAmount(usd: number, maximumFractionDigits = 2): string {
   return `$${usd.toLocaleString(LOCALE, { minimumFractionDigits: Math.min(2, maximumFractionDigits), maximumFractionDigits })}`;
 }
 
-export function dayText(unixSeconds: number, short = false): string {
-  return new Date(unixSeconds * 1000).toLocaleDateString(LOCALE, short ? { month: 'short', day: 'numeric' } : undefined);
+export function dayText(unixSeconds: number, short = false, utc = false): string {
+  return new Date(unixSeconds * 1000).toLocaleDateString(LOCALE, {
+    ...(short ? { month: 'short', day: 'numeric' } : {}), ...(utc ? { timeZone: 'UTC' } : {}),
+  });
 }
 
 /** USD with cents, more digits for amounts under a cent so a small charge never reads $0.00. */

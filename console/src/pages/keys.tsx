@@ -7,7 +7,7 @@ import { ErrorText, errorText, Loading, Pager } from '../components';
 import { fetchModels, fetchSelf, useLoad } from '../data';
 import { BILLING_TYPES, expiryText, quotaWithUsd } from '../format';
 import type { Session } from '../session';
-import { ConfirmDialog, RevealDialog } from './key-dialogs';
+import { ConfirmDialog, RevealDialog } from '../dialogs';
 import { KeyForm } from './key-form';
 
 const PAGE_SIZE = 10;

@@ -1,7 +1,8 @@
-// The reveal dialog (the one place a full key is shown) and the confirmation asked before deleting.
+// Dialogs: the reveal of a key and any other secret shown once (the only places a secret appears),
+// and the confirmation asked before anything that cannot be undone.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, ApiError, type KeyObject } from '../api';
-import { ErrorText, Loading, Modal } from '../components';
+import { api, ApiError, type KeyObject } from './api';
+import { ErrorText, Loading, Modal } from './components';
 
 async function copyText(text: string, input: HTMLInputElement | null): Promise<void> {
   if (navigator.clipboard && window.isSecureContext) {
@@ -13,12 +14,26 @@ async function copyText(text: string, input: HTMLInputElement | null): Promise<v
   if (!document.execCommand('copy')) throw new Error('the browser refused to copy; select the key and copy it by hand');
 }
 
+/** A secret in a read-only field with a Copy button; the only way the console shows one. */
+export function SecretField({ id, label, value }: { id: string; label: string; value: string }) {
+  const [copied, setCopied] = useState('');
+  const input = useRef<HTMLInputElement>(null);
+  return <>
+    <div class="copy-row">
+      <label for={id} class="visually-hidden">{label}</label>
+      <input id={id} ref={input} type="text" readOnly value={value} spellcheck={false} autoComplete="off" onFocus={(event) => event.currentTarget.select()} />
+      <button type="button" class="primary" onClick={() => {
+        copyText(value, input.current).then(() => setCopied('Copied to the clipboard.'), (caught: unknown) => setCopied(String(caught instanceof Error ? caught.message : caught)));
+      }}>Copy</button>
+    </div>
+    <p role="status" class="hint">{copied}</p>
+  </>;
+}
+
 export function RevealDialog({ keyObject, onClose }: { keyObject: KeyObject; onClose: () => void }) {
   const [value, setValue] = useState('');
   const [error, setError] = useState<unknown>();
   const [busy, setBusy] = useState(true);
-  const [copied, setCopied] = useState('');
-  const input = useRef<HTMLInputElement>(null);
 
   useEffect(() => {
     let live = true;
@@ -38,14 +53,7 @@ export function RevealDialog({ keyObject, onClose }: { keyObject: KeyObject; onC
       </p> : <ErrorText error={error} />}
       {value ? <>
         <p>This is the full key. Give it only to whoever the key is for; it is shown here and nowhere else.</p>
-        <div class="copy-row">
-          <label for="revealed-key" class="visually-hidden">Full key</label>
-          <input id="revealed-key" ref={input} type="text" readOnly value={value} spellcheck={false} onFocus={(event) => event.currentTarget.select()} />
-          <button type="button" class="primary" onClick={() => {
-            copyText(value, input.current).then(() => setCopied('Copied to the clipboard.'), (caught: unknown) => setCopied(String(caught instanceof Error ? caught.message : caught)));
-          }}>Copy</button>
-        </div>
-        <p role="status" class="hint">{copied}</p>
+        <SecretField id="revealed-key" label="Full key" value={value} />
       </> : null}
       <div class="actions"><button type="button" onClick={onClose}>Close</button></div>
     </Modal>
