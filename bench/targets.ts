@@ -97,7 +97,8 @@ export async function startTollgate(children: ChildProcesses, placement: Placeme
   };
   writeFileSync(configPath, JSON.stringify(config, null, 2));
   const env: NodeJS.ProcessEnv = { ...process.env, TOLLGATE_CONFIG: configPath, TOLLGATE_DATA_DIR: dataDir, TOLLGATE_WORKERS: String(workers), TOLLGATE_LOG_LEVEL: 'info' };
-  if (options.front === 'node') env.TOLLGATE_FRONT = 'node'; else delete env.TOLLGATE_FRONT;
+  // explicit either way: node:http is the product's default front, uWS the one these figures have always measured
+  env.TOLLGATE_FRONT = options.front ?? 'uws';
   delete env.PORT;
   delete env.HOST;
   const cleanup = () => rmSync(dataDir, { recursive: true, force: true });

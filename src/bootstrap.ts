@@ -10,7 +10,7 @@ import type { Store } from './store';
 
 /**
  * First start with an empty data dir: create `admin` and write its access token to
- * <dataDir>/admin-token (0600) and to the log, exactly once across processes and restarts.
+ * <dataDir>/admin-token (0600), exactly once across processes and restarts; the log says where.
  */
 export async function bootstrapAdmin(store: Store, config: Config, log: Logger): Promise<void> {
   if (!(await store.accounts.claimBootstrap())) return;
@@ -20,7 +20,8 @@ export async function bootstrapAdmin(store: Store, config: Config, log: Logger):
   await store.accounts.addAccessToken(tokenDigest(token).toString('hex'), account.id, 'write');
   const path = join(config.dataDir, 'admin-token');
   writeFileSync(path, `${token}\n`, { mode: 0o600 });
-  log.info({ account: account.id, admin_token_file: path }, `bootstrapped account "admin"; access token: ${token}`);
+  // where the token is, never the token: logs are kept, shipped and read by more people than the file
+  log.info({ account: account.id, admin_token_file: path }, `bootstrapped account "admin"; its access token is in ${path} (mode 0600)`);
 }
 
 const SECRET_CHECK_TEXT = 'tollgate master secret check';

@@ -438,7 +438,11 @@ export function loadConfig(options: LoadOptions = {}): Config {
   const backend = parseStoreConfig(section(raw.store, STORE_FIELDS, 'store'), raw.redis === undefined ? undefined : section(raw.redis, REDIS_FIELDS, 'redis'),
     (value, where) => resolveSecret(value, where, env), env, (message) => new ConfigError(message));
 
-  const front = env.TOLLGATE_FRONT === 'node' || raw.front === 'node' ? 'node' : 'uws';
+  // node:http by default: uSockets cannot answer a request with more than 48 header lines or one
+  // pipelined behind a pending answer (src/http/framing.ts); uWS is the operator's choice behind a
+  // proxy that never sends either (README, Operations).
+  const front = env.TOLLGATE_FRONT ?? raw.front ?? 'node';
+  if (front !== 'node' && front !== 'uws') throw new ConfigError(`front must be "node" or "uws" (TOLLGATE_FRONT or "front"), not ${JSON.stringify(String(front)).slice(0, 40)}`);
   const logLevel = (['debug', 'info', 'warn', 'error'] as const).find((level) => level === (env.TOLLGATE_LOG_LEVEL ?? raw.logLevel)) ?? 'info';
   const config: Config = {
     listen: Object.freeze({ host, port }),

@@ -71,10 +71,14 @@ export function parseMultipart(body: Uint8Array, contentType: string, limits: Mu
     let parserFinished = false;
     let failure: unknown;
 
+    // A refusal settles the parse only once busboy has closed: it destroys every file stream still
+    // open, each with an error listener, so nothing of this body can throw after the answer (or into
+    // the next task on this thread).
     const fail = (error: unknown): void => {
       if (failure !== undefined) return;
       failure = error;
-      reject(error);
+      if (parserFinished) reject(error);
+      else setImmediate(() => parser.destroy());
     };
     const settleIfDone = (): void => {
       if (failure === undefined && parserFinished && openFiles === 0) resolve({ fields, files, fieldList });
@@ -91,6 +95,9 @@ export function parseMultipart(body: Uint8Array, contentType: string, limits: Mu
     });
 
     parser.on('file', (name, stream, info) => {
+      // every file stream gets an error listener first: busboy destroys an open one with an error
+      // when the body turns out cut off or the parse is abandoned
+      stream.on('error', (error: Error) => fail(badRequest(`malformed multipart body: ${error.message}`)));
       if (failure !== undefined || ++fileCount > limits.files) {
         stream.resume();
         if (failure === undefined) fail(tooLarge(`too many files: the limit is ${limits.files} files`, name));
@@ -108,8 +115,8 @@ export function parseMultipart(body: Uint8Array, contentType: string, limits: Mu
         size += chunk.length;
       });
       stream.on('limit', () => fail(tooLarge(`file ${name} exceeds the ${limits.fileBytes}-byte file size limit`, name)));
-      // A body cut off inside a file part surfaces here first (busboy's "Unexpected end of form"): a client error.
-      stream.on('error', (error: Error) => fail(badRequest(`malformed multipart body: ${error.message}`)));
+      // A body cut off inside a file part surfaces on the stream first (busboy's "Unexpected end of
+      // form"), through the listener above: a client error.
       stream.on('end', () => {
         openFiles--;
         if (failure !== undefined) return;
@@ -129,7 +136,8 @@ export function parseMultipart(body: Uint8Array, contentType: string, limits: Mu
     parser.on('error', (error) => fail(badRequest(`malformed multipart body: ${(error as Error).message}`)));
     parser.on('close', () => {
       parserFinished = true;
-      settleIfDone();
+      if (failure !== undefined) reject(failure);
+      else settleIfDone();
     });
 
     const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
@@ -145,7 +153,7 @@ export function parseMultipart(body: Uint8Array, contentType: string, limits: Mu
         }
       }
       if (failure === undefined) parser.end();
-      else parser.destroy();
+      else if (!parser.destroyed) parser.destroy();
     };
     writeNext();
   });

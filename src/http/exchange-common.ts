@@ -17,6 +17,22 @@ export const bodyErrors = {
   unreadable: () => new GatewayError({ status: 400, type: 'invalid_request_error', code: 'bad_request', message: 'request body could not be read' }),
 };
 
+/**
+ * A body refused as too large is still read, and dropped, when its rest is at most this many bytes
+ * and arrives within LINGER_MS: a client that writes its whole body before it reads (Node's fetch,
+ * the openai SDK) then sees the 413 instead of a reset connection (nginx's lingering close). A longer
+ * rest, or one that takes longer, gets the connection closed.
+ */
+export const LINGER_BYTES = 64 * 1024 * 1024;
+export const LINGER_MS = 10_000;
+
+/** Whether a refused body's rest is worth reading: its length is known and within LINGER_BYTES. */
+export function lingerable(declaredLength: string | undefined, received: number): boolean {
+  if (declaredLength === undefined) return false;
+  const rest = Number(declaredLength) - received;
+  return Number.isSafeInteger(rest) && rest <= LINGER_BYTES;
+}
+
 /** What the sweep keeps: a deadline, and the slot the sweep gave it (-1 when it holds none). */
 interface Deadline { readonly deadline: number; sweepSlot: number; expire(): void }
 
@@ -82,8 +98,11 @@ export class BodyCollector implements Deadline {
   private resolve!: (body: Buffer) => void;
   private reject!: (error: GatewayError) => void;
 
-  /** `onFail` runs once when the body is refused (the front then closes the connection after answering). */
-  constructor(private readonly limit: number, private readonly timeoutMs: number, private readonly onFail: () => void) {
+  /**
+   * `onFail` runs once when the body is refused, with the refusal and the bytes received by then (the
+   * front then closes the connection after answering, or reads the rest and drops it).
+   */
+  constructor(private readonly limit: number, private readonly timeoutMs: number, private readonly onFail: (error: GatewayError, received: number) => void) {
     this.promise = new Promise<Buffer>((resolve, reject) => { this.resolve = resolve; this.reject = reject; });
     this.deadline = Date.now() + timeoutMs;
     deadlines.add(this, timeoutMs);
@@ -115,7 +134,7 @@ export class BodyCollector implements Deadline {
     if (this.settled) return;
     this.settled = true;
     deadlines.delete(this);
-    this.onFail();
+    this.onFail(error, this.received);
     // handled from the moment it is refused: a handler that has not asked for the body yet must not
     // turn a refusal into an unhandled rejection (a handler already awaiting it still gets the error)
     this.promise.catch(ignore);

@@ -1,10 +1,24 @@
 // The node:http front: used where the uWS binary cannot load, and as a cross-check in tests. Same
 // Exchange contract as the uWS front.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { BodyCollector, bodyErrors, ExchangeLifecycle, NO_BODY, runHandler } from './exchange-common';
+import { BodyCollector, bodyErrors, ExchangeLifecycle, LINGER_BYTES, LINGER_MS, lingerable, NO_BODY, runHandler } from './exchange-common';
+import { FramingHeaders, MAX_HEADER_COUNT } from './framing';
 import type { Exchange, Headers, HttpServer, ServerOptions } from './types';
 
+
+/**
+ * The answer to a request llhttp could not parse. Its reasons are fixed texts of the parser (never
+ * client bytes), so they go into the message; a transfer coding it does not know is a 501, as the
+ * uWS front answers it (RFC 9112 §6.1).
+ */
+function parseFailure(error: NodeJS.ErrnoException & { reason?: string }, maxHeaderBytes: number): { status: number; message: string } {
+  if (error.code === 'HPE_HEADER_OVERFLOW') return { status: 431, message: `request headers exceed the ${maxHeaderBytes}-byte limit` };
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, message: 'request timed out' };
+  const reason = typeof error.reason === 'string' ? `: ${error.reason.replace(/`/g, '')}` : '';
+  const unknownCoding = error.code === 'HPE_INVALID_TRANSFER_ENCODING' && !/Content-Length/.test(reason);
+  return { status: unknownCoding ? 501 : 400, message: `malformed HTTP request${reason}` };
+}
 
 class NodeExchange extends ExchangeLifecycle implements Exchange {
   readonly method: string;
@@ -40,17 +54,39 @@ class NodeExchange extends ExchangeLifecycle implements Exchange {
 
   private readBody(limit: number): Promise<Buffer> {
     const request = this.request;
-    if (Number(request.headers['content-length'] ?? -1) > limit) { this.closeAfterAnswer = true; return Promise.reject(bodyErrors.tooLarge(limit)); }
+    if (Number(request.headers['content-length'] ?? -1) > limit) { this.dropRest(0); return Promise.reject(bodyErrors.tooLarge(limit)); }
     if (request.readableEnded) return Promise.resolve(NO_BODY);
-    const collector = new BodyCollector(limit, this.server.options.limits.bodyTimeoutMs, () => {
+    const collector = new BodyCollector(limit, this.server.options.limits.bodyTimeoutMs, (error, received) => {
       request.removeAllListeners('data');
-      this.closeAfterAnswer = true;
+      if (error.status === 413) this.dropRest(received);
+      else this.closeAfterAnswer = true;
     });
     request.on('data', (chunk: Buffer) => collector.add(chunk));
     request.on('end', () => collector.end());
     request.on('error', () => collector.fail(bodyErrors.unreadable()));
     this.aborts.add(() => collector.fail(bodyErrors.clientClosed()));
     return collector.promise;
+  }
+
+  /**
+   * After a 413: the rest of the body is read and dropped, up to LINGER_BYTES and LINGER_MS, and the
+   * connection kept (a client that writes its whole body before reading then sees the answer); past
+   * either bound, or when the declared rest is longer, the connection is closed.
+   */
+  private dropRest(received: number): void {
+    const request = this.request;
+    const declared = request.headers['content-length'];
+    if (request.readableEnded) return;
+    if (declared !== undefined && !lingerable(declared, received)) { this.closeAfterAnswer = true; return; }
+    const socket = request.socket;
+    let dropped = 0;
+    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+    timer.unref();
+    request.on('data', (chunk: Buffer) => {
+      dropped += chunk.length;
+      if (dropped > LINGER_BYTES) { clearTimeout(timer); socket.destroy(); }
+    });
+    request.once('close', () => clearTimeout(timer));
   }
 
   private handleAbort(): void {
@@ -100,6 +136,8 @@ export class NodeServer implements HttpServer {
   private active = 0;
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
+  /** connections whose request was refused for its framing: what the parser makes of the rest gets no answer */
+  private readonly refusedSockets = new WeakSet<Socket>();
 
   constructor(readonly options: ServerOptions) {
     const limits = options.limits;
@@ -111,6 +149,8 @@ export class NodeServer implements HttpServer {
       // headersTimeout/requestTimeout are only enforced when this check runs (default every 30 s)
       connectionsCheckingInterval: Math.min(1000, limits.idleTimeoutSeconds * 1000),
     }, (request, response) => this.dispatch(request, response));
+    // one more than the limit, so a request past it is seen (node drops the headers beyond this count)
+    this.server.maxHeadersCount = MAX_HEADER_COUNT + 1;
     this.server.on('connection', (socket: Socket) => {
       this.sockets.add(socket);
       socket.on('close', () => this.sockets.delete(socket));
@@ -118,12 +158,11 @@ export class NodeServer implements HttpServer {
     // Oversized headers and malformed requests: answer JSON, never an empty or HTML body.
     this.server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
       if (!socket.writable) { socket.destroy(); return; }
-      const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-      const message = status === 431 ? `request headers exceed the ${limits.maxHeaderBytes}-byte limit`
-        : status === 408 ? 'request timed out' : 'malformed HTTP request';
+      if (this.refusedSockets.has(socket)) { socket.end(); return; }
+      const { status, message } = parseFailure(error, limits.maxHeaderBytes);
       const answer = options.rejection(status, message);
       const body = Buffer.from(answer.body);
-      socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\n`
+      socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n`
         + `content-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${answer.body}`);
     });
   }
@@ -132,10 +171,18 @@ export class NodeServer implements HttpServer {
     this.active += 1;
     const exchange = new NodeExchange(request, response, this);
     const limits = this.options.limits;
-    if ((request.url ?? '').length > limits.maxUrlBytes) {
-      const answer = this.options.rejection(414, `request URL exceeds the ${limits.maxUrlBytes}-byte limit`, exchange.path);
+    // llhttp already refuses two Content-Lengths and Content-Length with Transfer-Encoding; the
+    // same check as the uWS front adds a coding other than chunked and the header count.
+    const framing = new FramingHeaders();
+    const raw = request.rawHeaders;
+    for (let index = 0; index < raw.length; index += 2) framing.add(raw[index].toLowerCase(), raw[index + 1]);
+    const refusal = framing.refusal();
+    if (refusal !== null || (request.url ?? '').length > limits.maxUrlBytes) {
+      const status = refusal?.status ?? 414;
+      const answer = this.options.rejection(status, refusal?.message ?? `request URL exceeds the ${limits.maxUrlBytes}-byte limit`, exchange.path);
       response.shouldKeepAlive = false;
-      exchange.respond(414, answer.headers, answer.body);
+      if (refusal !== null) this.refusedSockets.add(request.socket);
+      exchange.respond(status, answer.headers, answer.body);
       return;
     }
     runHandler(this.options, exchange);

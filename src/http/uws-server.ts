@@ -3,7 +3,8 @@
 // later write; status before headers; never touch `res` after abort or end; honour write() === false.
 import { STATUS_CODES } from 'node:http';
 import { join, dirname } from 'node:path';
-import { BodyCollector, bodyErrors, ExchangeLifecycle, NO_BODY, runHandler } from './exchange-common';
+import { BodyCollector, bodyErrors, ExchangeLifecycle, lingerable, NO_BODY, runHandler } from './exchange-common';
+import { FramingHeaders } from './framing';
 import type { Exchange, Headers, HttpServer, ServerOptions } from './types';
 
 // Minimal local view of the native module (its package's typings resolve to a JS fallback entry);
@@ -70,6 +71,8 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
   private writableListener: (() => void) | null = null;
   private pendingHead: { status: number; headers: Headers } | null = null;
   private address: string | undefined;
+  /** refused for its framing: no handler runs, the refusal is on its way */
+  refused = false;
 
   constructor(private readonly response: UwsResponse, request: UwsRequest, private readonly server: UwsServer) {
     super();
@@ -79,13 +82,22 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
     const query = request.getQuery();
     this.rawQuery = query;
     const headers: Headers = {};
+    const framing = new FramingHeaders();
     let headerBytes = 0;
-    request.forEach((key, value) => { headers[key] = value; headerBytes += key.length + value.length + 4; });
+    request.forEach((key, value) => { headers[key] = value; headerBytes += key.length + value.length + 4; framing.add(key, value); });
     this.headers = headers;
     response.onAborted(() => this.handleAbort());
     const limits = server.options.limits;
     this.bodyLimit = limits.defaultBodyLimit;
-    if (url.length + (query?.length ?? 0) > limits.maxUrlBytes) {
+    const refusal = framing.refusal();
+    if (refusal !== null) {
+      // Answered on the next turn, never from this handler: uSockets parses whatever follows in the
+      // same read as the next request once this handler returns, and a request parsed behind one
+      // still pending makes it close the connection at once, unanswered. Answered here, the refusal
+      // would be followed by the smuggled request's answer (its close flag is reset by that request).
+      this.refused = true;
+      setImmediate(() => this.reject(refusal.status, refusal.message));
+    } else if (url.length + (query?.length ?? 0) > limits.maxUrlBytes) {
       this.reject(414, `request URL exceeds the ${limits.maxUrlBytes}-byte limit`);
     } else if (headerBytes > limits.maxHeaderBytes) {
       this.reject(431, `request headers exceed the ${limits.maxHeaderBytes}-byte limit`);
@@ -121,7 +133,12 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
     const lengthHeader = this.headers['content-length'];
     const chunked = this.headers['transfer-encoding'] !== undefined;
     if (!chunked && (lengthHeader === undefined || lengthHeader === '0')) return Promise.resolve(NO_BODY);
-    const collector = new BodyCollector(limit, this.server.options.limits.bodyTimeoutMs, () => { this.closeAfterAnswer = true; });
+    // A body too large whose rest is lingerable keeps the connection: uSockets reads the rest of a
+    // body framed by its Content-Length and drops it once the answer has ended, so a client still
+    // sending sees the 413; a chunked one, or a longer rest, gets the connection closed.
+    const collector = new BodyCollector(limit, this.server.options.limits.bodyTimeoutMs, (error, received) => {
+      if (error.status !== 413 || !lingerable(lengthHeader, received)) this.closeAfterAnswer = true;
+    });
     this.aborts.add(() => collector.fail(bodyErrors.clientClosed()));
     if (lengthHeader !== undefined && Number(lengthHeader) > limit) collector.fail(bodyErrors.tooLarge(limit));
     this.response.onData((chunk, isLast) => {
@@ -215,7 +232,7 @@ export class UwsServer implements HttpServer {
     this.app.any('/*', (response, request) => {
       this.active += 1;
       const exchange = new UwsExchange(response, request, this);
-      if (exchange.finished) return;
+      if (exchange.finished || exchange.refused) return;
       runHandler(options, exchange);
       exchange.armBody();
     });

@@ -56,8 +56,9 @@ describe('limits on client input', { concurrency: true }, () => {
       });
 
       test('a declared content-length over the limit is refused at once, without waiting for the body', async () => {
+        // past the bound of what is read and dropped after a 413 (LINGER_BYTES): the connection goes
         const result = await rawExchange(gateway.port, [
-          rawRequest('POST', '/api/token/', { ...auth(), 'content-type': 'application/json', 'content-length': String(50 * API_BODY_LIMIT) }, '{"name":'),
+          rawRequest('POST', '/api/token/', { ...auth(), 'content-type': 'application/json', 'content-length': String(200 * API_BODY_LIMIT) }, '{"name":'),
         ], 5_000);
         const answer = parseRawAnswer(result.text);
         assert.equal(answer.status, 413);

@@ -1,0 +1,65 @@
+// Request framing, checked by both fronts before a handler runs (RFC 9112 §6). A message whose body
+// length two parsers could read differently (two Content-Length values, a transfer coding other than
+// chunked) is refused and its connection closed: whatever follows on it cannot be trusted to be the
+// next request, so it is never parsed as one.
+
+/**
+ * Header lines a request may carry. uSockets holds 50 entries per request (the request line and 49
+ * header lines, one of which marks the end), so a 49th line is the first it cannot parse; both fronts
+ * refuse more than this with a 431 that names the limit.
+ */
+export const MAX_HEADER_COUNT = 48;
+
+export interface FramingRefusal {
+  status: 400 | 431 | 501;
+  message: string;
+}
+
+const DIGITS = /^[0-9]{1,15}$/;
+
+/**
+ * What the framing headers of one request say, gathered while its headers are read: every
+ * Content-Length and Transfer-Encoding value (a repeated header is several values) and the count.
+ */
+export class FramingHeaders {
+  lengths: string[] | null = null;
+  encodings: string[] | null = null;
+  count = 0;
+
+  /** Feed every header (lower-case name); cheap enough for the per-request path: two compares. */
+  add(name: string, value: string): void {
+    this.count += 1;
+    if (name === 'content-length') (this.lengths ??= []).push(value);
+    else if (name === 'transfer-encoding') (this.encodings ??= []).push(value);
+  }
+
+  /** The refusal this request's framing earns, or null when its body length is unambiguous. */
+  refusal(): FramingRefusal | null {
+    if (this.count > MAX_HEADER_COUNT) {
+      return { status: 431, message: `request has ${this.count} header lines; the limit is ${MAX_HEADER_COUNT}` };
+    }
+    const lengths = this.lengths;
+    const encodings = this.encodings;
+    if (lengths !== null && encodings !== null) {
+      return { status: 400, message: 'request has both Content-Length and Transfer-Encoding; send one (RFC 9112 §6.3)' };
+    }
+    if (lengths !== null) {
+      if (lengths.length > 1) return { status: 400, message: 'request has more than one Content-Length header (RFC 9112 §6.3)' };
+      if (!DIGITS.test(lengths[0])) return { status: 400, message: 'Content-Length must be a decimal number of bytes' };
+    }
+    if (encodings !== null) {
+      const coding = encodings.length === 1 ? encodings[0].trim().toLowerCase() : '';
+      if (coding !== 'chunked') {
+        return { status: 501, message: `Transfer-Encoding "${printable(encodings.join(', '))}" is not supported: only "chunked" is (RFC 9112 §6.1)` };
+      }
+    }
+    return null;
+  }
+}
+
+/** A client's header value as it may appear in an error message: bounded, control bytes removed. */
+function printable(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  const clean = text.replace(/[\u0000-\u001f\u007f"\\]/g, '?');
+  return clean.length > 64 ? `${clean.slice(0, 64)}…` : clean;
+}
