@@ -116,7 +116,8 @@ export interface Limits {
   watchdogMs: number;
   /** time bound of one task in the piscina pool, from its submission */
   poolTaskMs: number;
-  reveal: { count: number; windowSeconds: number };
+  /** `clientIpHeader`: set only behind a trusted proxy; then reveals are limited per client IP too */
+  reveal: { count: number; windowSeconds: number; clientIpHeader?: string };
   maxKeysPerAccount: number;
 }
 
@@ -197,7 +198,7 @@ const FIELDS = {
   simulator: ['first_token_delay_ms', 'tokens_per_second'],
   limits: ['api_body_bytes', 'model_body_bytes', 'multipart_bytes', 'multipart_file_bytes', 'multipart_files', 'multipart_field_bytes',
     'max_header_bytes', 'max_url_bytes', 'idle_timeout_seconds', 'body_timeout_ms', 'drain_timeout_ms', 'watchdog_ms', 'pool_task_ms', 'reveal', 'max_keys_per_account'],
-  reveal: ['count', 'window_seconds'],
+  reveal: ['count', 'window_seconds', 'client_ip_header'],
   video: ['vendor', 'enabled', 'timeout_hours', 'poll_interval_ms', 'sunset'],
 } as const;
 
@@ -235,6 +236,12 @@ function num(raw: Raw, field: string, fallback: number, where: string, min = 0):
     throw new ConfigError(`${where}.${field} must be a number ≥ ${min}`);
   }
   return value;
+}
+
+/** An HTTP header name, lower-cased (how both fronts look headers up). */
+function headerName(value: unknown, where: string): string {
+  if (typeof value !== 'string' || !/^[A-Za-z0-9-]{1,64}$/.test(value)) throw new ConfigError(`${where} must be an HTTP header name such as "x-forwarded-for"`);
+  return value.toLowerCase();
 }
 
 function stringList(value: unknown, where: string): string[] {
@@ -427,6 +434,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
     reveal: {
       count: num(revealRaw, 'count', DEFAULT_REVEAL_LIMIT.count, 'limits.reveal', 1),
       windowSeconds: num(revealRaw, 'window_seconds', DEFAULT_REVEAL_LIMIT.windowSeconds, 'limits.reveal', 1),
+      ...(revealRaw.client_ip_header === undefined ? {} : { clientIpHeader: headerName(revealRaw.client_ip_header, 'limits.reveal.client_ip_header') }),
     },
     maxKeysPerAccount: num(limitsRaw, 'max_keys_per_account', 1000, 'limits', 1),
   });

@@ -10,6 +10,7 @@ import type {
   OpenAIChatChunk, OpenAIChatCompletion, OpenAIChatMessage, OpenAIChatRequest, OpenAIContentPart, OpenAITool, OpenAIToolCall,
   OpenAIToolChoice, OpenAIUsage,
 } from './openai-to-anthropic';
+import { parseBoundedJson } from './json-value';
 
 // Fields this converter reads; every other field of the request is named in a warning.
 const HANDLED_FIELDS = new Set([
@@ -248,10 +249,8 @@ export function toAnthropicMessageId(openAIId: string | undefined): string {
 
 export function parseToolArguments(text: string | undefined, param: string, warnings: string[]): Record<string, unknown> {
   if (text === undefined || text.trim() === '') return {};
-  try {
-    const parsed: unknown = JSON.parse(text);
-    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
-  } catch { /* reported below */ }
+  const parsed = parseBoundedJson(text);
+  if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
   warnings.push(`${param}: arguments are not a JSON object; used {}`);
   return {};
 }
@@ -347,11 +346,7 @@ export class OpenAIToAnthropicStream {
   push(event: { event?: string; data: string }): string {
     if (this.ended || event.data.trim() === '[DONE]') return '';
     let chunk: Partial<OpenAIChatChunk> & { error?: { message?: string; type?: string } };
-    try {
-      chunk = JSON.parse(event.data);
-    } catch {
-      return '';
-    }
+    chunk = parseBoundedJson(event.data) as typeof chunk;
     if (typeof chunk !== 'object' || chunk === null) return '';
     if (chunk.error) {
       this.ended = true;

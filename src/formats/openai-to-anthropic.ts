@@ -7,6 +7,7 @@ import type {
 import { parseToolArguments } from './anthropic-to-openai';
 import { toOpenAIFinishReason } from './map-stop-reason';
 import { badRequest } from '../errors';
+import { parseBoundedJson } from './json-value';
 
 // ---- OpenAI chat wire types (the subset both directions read and write) ----------------------
 
@@ -341,12 +342,8 @@ export function toOpenAIChatCompletion(message: AnthropicMessage, options: { mod
 type Payload = Record<string, any>;
 
 function parsePayload(data: string): Payload | undefined {
-  try {
-    const parsed: unknown = JSON.parse(data);
-    return typeof parsed === 'object' && parsed !== null ? parsed as Payload : undefined;
-  } catch {
-    return undefined;
-  }
+  const parsed = parseBoundedJson(data);
+  return typeof parsed === 'object' && parsed !== null ? parsed as Payload : undefined;
 }
 
 /**

@@ -1,6 +1,8 @@
 // Key management API (spec §4.1, DESIGN §4): envelope on every answer; domain errors are HTTP 200
 // with success:false; keys are masked everywhere but reveal.
 import { authenticateAccount } from '../auth/access-token';
+import { nestsDeeperThan } from '../formats/json-value';
+import { jsonTooDeep } from './request-body';
 import { apiKeyDigest, generateApiKey, maskKey, seal, unseal } from '../auth/secrets';
 import { GatewayError, rateLimited } from '../errors';
 import { FieldError, keyView, parseId, parseKeyFields, parsePathId, parseStatus } from '../formats/token-fields';
@@ -59,6 +61,7 @@ async function jsonBody(exchange: Exchange): Promise<Record<string, unknown>> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new GatewayError({ status: 400, type: 'invalid_request_error', code: 'invalid_json', message: 'request body must be a JSON object' });
   }
+  if (nestsDeeperThan(value)) throw jsonTooDeep();
   return value as Record<string, unknown>;
 }
 
@@ -119,8 +122,14 @@ export const create: RouteHandler = domain(async (exchange, _params, context) =>
 export const reveal: RouteHandler = domain(async (exchange, params, context) => {
   const { accountId } = await authenticateAccount(exchange, context.store, 'write');
   const id = parsePathId(params[0]);
-  const { count, windowSeconds } = context.config.limits.reveal;
-  for (const bucket of [`reveal:a:${accountId}`, `reveal:ip:${exchange.remoteAddress}`]) {
+  const { count, windowSeconds, clientIpHeader } = context.config.limits.reveal;
+  // Per account: behind a reverse proxy every tenant shares the proxy's address, so a bucket per
+  // socket address would let one account lock out the rest. Per client IP too only when the
+  // operator names the header a trusted proxy sets (its last value is the address the proxy saw).
+  const buckets = [`reveal:a:${accountId}`];
+  const clientIp = clientIpHeader === undefined ? undefined : lastListValue(exchange.header(clientIpHeader));
+  if (clientIp !== undefined) buckets.push(`reveal:ip:${clientIp}`);
+  for (const bucket of buckets) {
     const hit = await context.store.counters.hit(bucket, count, windowSeconds);
     if (!hit.allowed) {
       const error = rateLimited(`key reveal is limited to ${count} calls per ${windowSeconds} seconds; try again in ${hit.retryAfterSeconds} s`,
@@ -132,6 +141,13 @@ export const reveal: RouteHandler = domain(async (exchange, params, context) => 
   if (!record) { fail(exchange, NOT_FOUND, NO_STORE_HEADERS); return; }
   ok(exchange, { key: unseal(context.masterKey, record.sealed) }, NO_STORE_HEADERS);
 });
+
+/** The last entry of a comma-separated header (X-Forwarded-For), bounded: it becomes a store key. */
+function lastListValue(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const last = value.slice(value.lastIndexOf(',') + 1).trim();
+  return last === '' ? undefined : last.slice(0, 64);
+}
 
 export const update: RouteHandler = domain(async (exchange, _params, context) => {
   const { accountId } = await authenticateAccount(exchange, context.store, 'write');

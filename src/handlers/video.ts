@@ -60,6 +60,9 @@ function videoRoute(handler: VideoHandler): RouteHandler {
   };
 }
 
+/** Longer than any task id the gateway hands out (`<model>:<uuid>`), and well inside a store key. */
+const MAX_TASK_ID_LENGTH = 256;
+
 const taskNotFound = (taskId: string) => new GatewayError({
   status: 400, type: 'invalid_request_error', code: 'TASK_NOT_FOUND', field: 'taskId',
   message: `task ${taskId.slice(0, 200)} not found`,
@@ -80,6 +83,8 @@ export const videoStatus: RouteHandler = videoRoute(async (exchange, params, con
   const caller = await authenticateKey(exchange, context.store);
   let taskId: string;
   try { taskId = decodeURIComponent(params[0]); } catch { throw taskNotFound(params[0]); }
+  // no task id is longer (a configured model id and a UUID): a longer one is not looked up at all
+  if (taskId.length > MAX_TASK_ID_LENGTH) throw taskNotFound(taskId);
   const task = await context.store.tasks.get(taskId);
   // Another account's task is indistinguishable from an unknown one.
   if (!task || task.accountId !== caller.account.id) throw taskNotFound(taskId);

@@ -88,7 +88,7 @@ export function callUpstream(context: ProviderContext, call: UpstreamCall, spec:
       }
       const { status, contentType, body } = head!;
       if (status < 200 || status >= 300) {
-        readBounded(body, MAX_ERROR_BODY).then((text) => reject(fromUpstreamStatus(status, text, call.channel.name)));
+        readBounded(body, MAX_ERROR_BODY).then((text) => reject(fromUpstreamStatus(status, text, call.channel.name, call.channel.keys)));
         return;
       }
       if (call.readLimit === undefined) { resolve({ status, contentType, body }); return; }

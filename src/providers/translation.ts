@@ -9,6 +9,8 @@ import { upstreamError } from '../errors';
 import { localPromptTokens } from '../billing/message-tokens';
 import { cancelOn } from '../pool';
 import type { CallSignal, ProviderContext } from './types';
+import { parseBoundedJson } from '../formats/json-value';
+import { forLog } from '../formats/redact';
 
 export const DEFAULT_OFFLOAD_THRESHOLD_BYTES = 64 * 1024;
 
@@ -30,7 +32,7 @@ export interface AnswerInput { text: string; model: string; channel: string }
 
 function parseAnswer<T>(input: AnswerInput): T {
   let parsed: unknown;
-  try { parsed = JSON.parse(input.text); } catch { parsed = undefined; }
+  parsed = parseBoundedJson(input.text);
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw upstreamError(502, `upstream channel ${input.channel} answered with malformed JSON`, 'upstream_malformed');
   }
@@ -92,7 +94,12 @@ export function offloadThreshold(context: ProviderContext): number {
 }
 
 /** Fields a translation could not carry are logged, never dropped silently (names only, no content). */
+const MAX_LOGGED_WARNINGS = 20;
+
 export function logWarnings(context: ProviderContext, channel: string, direction: string, warnings: string[]): void {
   if (warnings.length === 0) return;
-  context.log?.warn({ channel, direction, warnings }, 'translation dropped fields that have no counterpart');
+  // warnings quote the client's own field names and part types: bounded and redacted before logging
+  const shown = warnings.slice(0, MAX_LOGGED_WARNINGS).map((warning) => forLog(warning));
+  if (warnings.length > MAX_LOGGED_WARNINGS) shown.push(`… and ${warnings.length - MAX_LOGGED_WARNINGS} more`);
+  context.log?.warn({ channel, direction, warnings: shown }, 'translation dropped fields that have no counterpart');
 }

@@ -18,6 +18,7 @@ import { withFailover, type Attempt } from './failover';
 import { pipeStream, type PipeOutcome, type StreamTransform } from './stream-pipe';
 import { eventTooLarge } from '../formats/sse';
 import { ModelRename } from '../formats/model-rename';
+import { parseBoundedJson } from '../formats/json-value';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 /** forwarded bytes before the first weighing of a stream's output against its reservation */
@@ -133,8 +134,8 @@ export function relayChatCompletions(call: ChatCall): Promise<void> {
         let source: 'upstream' | 'estimated' = 'upstream';
         let answer: Buffer | string = bytes;
         if (!usage || attempt.upstreamModel !== model.id) {
-          let parsed: Record<string, unknown> & { choices?: { message?: { content?: unknown } }[] };
-          try { parsed = JSON.parse(bytes.toString('utf8')) as typeof parsed; } catch {
+          const parsed = parseBoundedJson(bytes.toString('utf8')) as Record<string, unknown> & { choices?: { message?: { content?: unknown } }[] } | undefined;
+          if (typeof parsed !== 'object' || parsed === null) {
             throw upstreamError(502, `upstream channel ${attempt.channel.name} answered malformed JSON`, 'upstream_malformed', false);
           }
           if (!usage) {

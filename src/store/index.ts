@@ -2,6 +2,7 @@
 // (types.ts). Each backend lives in its own folder: lmdb/ (the default, one box), postgres/ with
 // redis/ (several nodes on one PostgreSQL and one Redis).
 import type { Config } from '../config';
+import { ensurePrivateDataDir } from './data-dir';
 import { LmdbStore } from './lmdb';
 import { PostgresStore } from './postgres';
 import type { Store } from './types';
@@ -22,7 +23,9 @@ export { applyMigrations, copyLmdbToPostgres, NonEmptyTarget } from './postgres/
  * The store the config names, open. `warn` hears of trouble a networked store works around (a lost
  * connection, limits failing open), never of secrets.
  */
-export async function openStore(config: Pick<Config, 'dataDir' | 'store' | 'redis'>, warn: (message: string, error: Error) => void = () => undefined): Promise<Store> {
+export async function openStore(config: Pick<Config, 'dataDir' | 'store' | 'redis'>, warn: (message: string, error?: Error) => void = () => undefined): Promise<Store> {
+  // the master secret and the admin token live in the data dir whatever the backend
+  ensurePrivateDataDir(config.dataDir, (message) => warn(message));
   if (config.store.type === 'lmdb') return LmdbStore.open(config.dataDir);
   if (!config.redis) throw new Error('a postgres store needs the redis config');
   return PostgresStore.open({ url: config.store.url, poolSize: config.store.poolSize, leaseTtlMs: config.store.leaseTtlMs, redis: config.redis, warn });

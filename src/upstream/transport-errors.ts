@@ -1,6 +1,7 @@
 // Upstream failures mapped in one place: HTTP status of the upstream → gateway error with a
 // retryable default; transport codes → 502/503/504. Messages never carry the channel's key.
 import { GatewayError, isGatewayError } from '../errors';
+import { redactSecrets } from '../formats/redact';
 
 export function fromTransportError(error: unknown, channel: string): GatewayError {
   if (isGatewayError(error)) return error instanceof GatewayError ? error : new GatewayError(error);   // already said what went wrong (a bound on the answer, a translation)
@@ -34,7 +35,11 @@ export function upstreamMessage(text: string): string | undefined {
   }
 }
 
-export function fromUpstreamStatus(status: number, bodyText: string, channel: string): GatewayError {
+/**
+ * `secrets`: the channel's keys. An upstream's 4xx message reaches the client, so it is shown with
+ * those keys and anything key-shaped redacted (an upstream that echoes the key it was sent).
+ */
+export function fromUpstreamStatus(status: number, bodyText: string, channel: string, secrets: readonly string[] = []): GatewayError {
   if (status === 401 || status === 403) {
     // The channel's own credentials are bad: never a 401 to the client. Another channel may work.
     return new GatewayError({ status: 502, type: 'api_error', code: 'upstream_auth_failed', message: `upstream channel ${channel} rejected the gateway's credentials (HTTP ${status}); the operator must fix the channel key`, retryable: true });
@@ -49,6 +54,7 @@ export function fromUpstreamStatus(status: number, bodyText: string, channel: st
   if (status === 408 || status >= 500) {
     return new GatewayError({ status: 502, type: 'api_error', code: 'upstream_error', message: `upstream channel ${channel} failed with HTTP ${status}`, retryable: true });
   }
-  const message = upstreamMessage(bodyText) ?? `upstream rejected the request with HTTP ${status}`;
+  const upstream = upstreamMessage(bodyText);
+  const message = upstream === undefined ? `upstream rejected the request with HTTP ${status}` : redactSecrets(upstream, secrets);
   return new GatewayError({ status: status === 404 ? 404 : 400, type: 'invalid_request_error', code: status === 404 ? 'model_not_found' : 'upstream_bad_request', message, retryable: false });
 }

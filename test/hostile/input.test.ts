@@ -62,6 +62,9 @@ describe('input the gateway answered with 500', () => {
       ['/v1/messages/count_tokens', `{${claude},"system":${deepArray(DEPTH)}}`, 'system'],
       ['/v1/images/generations', `{"model":"sim-image","prompt":"x","extra":${deepArray(DEPTH)}}`, 'extra'],
       ['/veo/v1/api/video/submit', `{"model":"veo3","prompt":"x","images":${deepArray(DEPTH)}}`, 'images'],
+      ['/v1/embeddings', `{"model":"sim-embedding","input":${deepArray(DEPTH)}}`, 'input'],
+      ['/v1/completions', `{"model":"sim-gpt-mini","prompt":${deepArray(DEPTH)}}`, 'prompt'],
+      ['/v1/responses', `{"model":"sim-gpt-mini","input":"hi","tools":${deepArray(DEPTH)}}`, 'tools'],
     ];
     for (const [path, body, field] of cases) {
       const answer = await call(gateway.url, 'POST', path, { rawBody: body, headers: { authorization: `Bearer ${key}`, 'anthropic-version': '2023-06-01' } });

@@ -2,6 +2,7 @@
 // thread; msgpack records with shared structures; a schema-version key; id counters.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { makePrivate } from '../data-dir';
 import { open, type Database, type RootDatabase } from 'lmdb';
 
 export const SCHEMA_VERSION = 1;
@@ -31,6 +32,7 @@ export function openDatabases(dataDir: string): Databases {
   const sub = <V, K extends import('lmdb').Key>(name: string, options: Record<string, unknown> = {}) =>
     root.openDB<V, K>({ name, encoding: 'msgpack', sharedStructuresKey: STRUCTURES, ...options });
   const ephemeralRoot = open({ path: join(dataDir, 'ephemeral.lmdb'), noSync: true, maxDbs: 2, compression: false });
+  for (const file of ['tollgate.lmdb', 'tollgate.lmdb-lock', 'ephemeral.lmdb', 'ephemeral.lmdb-lock']) makePrivate(join(dataDir, file));
   const databases: Databases = {
     root,
     meta: sub('meta'),
