@@ -11,7 +11,7 @@
 export const MAX_HEADER_COUNT = 48;
 
 export interface FramingRefusal {
-  status: 400 | 431 | 501;
+  status: 400 | 431;
   message: string;
 }
 
@@ -50,7 +50,8 @@ export class FramingHeaders {
     if (encodings !== null) {
       const coding = encodings.length === 1 ? encodings[0].trim().toLowerCase() : '';
       if (coding !== 'chunked') {
-        return { status: 501, message: `Transfer-Encoding "${printable(encodings.join(', '))}" is not supported: only "chunked" is (RFC 9112 §6.1)` };
+        // 400 rather than RFC 9112's suggested 501: bad input from a client is a 4xx here, always
+        return { status: 400, message: `Transfer-Encoding "${printable(encodings.join(', '))}" is not supported: only "chunked" is (RFC 9112 §6.1)` };
       }
     }
     return null;

@@ -9,15 +9,13 @@ import type { Exchange, Headers, HttpServer, ServerOptions } from './types';
 
 /**
  * The answer to a request llhttp could not parse. Its reasons are fixed texts of the parser (never
- * client bytes), so they go into the message; a transfer coding it does not know is a 501, as the
- * uWS front answers it (RFC 9112 §6.1).
+ * client bytes), so they go into the message.
  */
 function parseFailure(error: NodeJS.ErrnoException & { reason?: string }, maxHeaderBytes: number): { status: number; message: string } {
   if (error.code === 'HPE_HEADER_OVERFLOW') return { status: 431, message: `request headers exceed the ${maxHeaderBytes}-byte limit` };
   if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, message: 'request timed out' };
   const reason = typeof error.reason === 'string' ? `: ${error.reason.replace(/`/g, '')}` : '';
-  const unknownCoding = error.code === 'HPE_INVALID_TRANSFER_ENCODING' && !/Content-Length/.test(reason);
-  return { status: unknownCoding ? 501 : 400, message: `malformed HTTP request${reason}` };
+  return { status: 400, message: `malformed HTTP request${reason}` };
 }
 
 class NodeExchange extends ExchangeLifecycle implements Exchange {
