@@ -16,6 +16,10 @@ import { createLogger } from '../src/log';
 import { packUsageRows, toUsageRow, type AccountRecord, type Charge, type KeyFields, type KeyRecord, type UsageRecord } from '../src/store';
 import { LmdbStore } from '../src/store/lmdb';
 import { describeMachine, RESULTS_DIR } from './report';
+import { loadConfig } from '../src/config';
+import { MetricsRecorder } from '../src/metrics/recorder';
+import { ChannelSelector } from '../src/relay/channels';
+import pino from 'pino';
 
 const FIXTURES = resolve(__dirname, '..', '..', 'test', 'fixtures', 'chat-translation');
 const KEY_COUNT = 1000;
@@ -129,6 +133,35 @@ export async function runMicro(options: { timeMs?: number } = {}): Promise<Row[]
     const usage = packUsageRows(rows);
     bench.add(`usage-record append (LedgerStore.commit of ${USAGE_BATCH} charges + records, awaited)`, async () => {
       await store.ledger.commit('micro-commit', sumCharges(charges), usage);
+    });
+
+    // What issue 18 adds to every model call, measured alone: the metrics a call records (the
+    // request counter, the call's histograms and sums, one upstream attempt), the channel health
+    // bookkeeping of one attempt, and the access line (pino, to a sink that drops it).
+    const metrics = new MetricsRecorder();
+    const routes = ['/v1/chat/completions', '/v1/messages'];
+    const models = ['gpt-4o-mini', 'claude-sonnet-4', 'o3-mini'];
+    bench.add('metrics of one call (request counter + call histograms and sums + upstream attempt)', () => {
+      next = (next + 1) % 6;
+      const model = models[next % 3];
+      metrics.request(routes[next & 1], 'openai', model, 200);
+      metrics.call(model, 180 + next, 20 + next, 12, 20, 1500);
+      metrics.attempt('main', null);
+    });
+    const healthConfig = loadConfig({ raw: { channels: [{ name: 'main', type: 'simulator', keys: ['a', 'b'], models: ['sim-gpt-mini'] }],
+      models: [{ id: 'sim-gpt-mini', price: { input: 1, output: 1 } }] }, env: {} });
+    const selector = new ChannelSelector(healthConfig);
+    const channel = healthConfig.channels[0];
+    bench.add('channel health of one attempt (usable + next key + success)', () => {
+      if (selector.health.usable(channel)) sink += selector.health.nextKeyIndex(channel);
+      selector.health.success(channel, 180);
+    });
+    const accessLog = pino({ level: 'info', base: { pid: process.pid, log: 'access' } }, { write: (line: string) => { sink += line.length; } });
+    bench.add('access log line of one call (pino, 13 fields, to a sink)', () => {
+      accessLog.info({
+        route: '/v1/chat/completions', model: 'gpt-4o-mini', channel: 'main', status: 200, duration_ms: 180, ttfb_ms: 20,
+        prompt_tokens: 12, completion_tokens: 20, quota: 1500, key_id: 7, account_id: 1, stream: false, end_reason: 'completed',
+      }, 'call');
     });
 
     await bench.run();

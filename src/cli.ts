@@ -8,8 +8,12 @@ import { generateAccessToken, tokenDigest } from './auth/secrets';
 import { ConfigError, loadConfig, QUOTA_PER_USD, redacted, type Config } from './config';
 import { createLogger } from './log';
 import { bootstrapAdmin } from './bootstrap';
+import { accountView } from './formats/account-view';
 import { applyMigrations, copyLmdbToPostgres, MAX_BALANCE, NonEmptyTarget, openStore, type AccountRecord, type Store } from './store';
 import { runSupervisor, runWorker } from './supervisor';
+import { issueAdminToken } from './auth/admin-token';
+import { pidFile } from './ops/cluster-link';
+import { readFileSync } from 'node:fs';
 
 const USAGE = `usage:
   tollgate serve [--config PATH]
@@ -21,16 +25,13 @@ const USAGE = `usage:
   tollgate config [--config PATH]                              (prints the validated config, secrets redacted)
   tollgate migrate [--to postgres://…] [--json]                (applies the schema migrations of the postgres store)
   tollgate migrate --from DATA_DIR --to postgres://… [--force] [--json]   (copies a single box's LMDB store into PostgreSQL)
+  tollgate admin token [--json]                                (a new admin token for /api/admin/*)
+  tollgate admin revoke-tokens [--json]                        (revokes every admin token)
+  tollgate reload [--json]                                     (the running server re-reads its config file)
 environment: TOLLGATE_CONFIG, PORT, HOST, TOLLGATE_DATA_DIR, TOLLGATE_WORKERS, TOLLGATE_SECRET, TOLLGATE_FRONT=node`;
 
 class UsageError extends Error {}
 
-function accountView(account: AccountRecord) {
-  return {
-    id: account.id, name: account.name, group: account.group, balance: account.balance,
-    balance_usd: account.balance / QUOTA_PER_USD, used_quota: account.used_quota, created_time: account.created_time,
-  };
-}
 
 function print(json: boolean, value: unknown, human: string): void {
   process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${human}\n`);
@@ -167,6 +168,64 @@ async function migrateCommand(config: Config, args: string[]): Promise<void> {
   }
 }
 
+async function adminCommand(config: Config, args: string[]): Promise<void> {
+  const [action, ...rest] = args;
+  const { values } = parsedFlags(() => parseArgs({ args: rest, allowPositionals: false, options: { json: { type: 'boolean' }, config: { type: 'string' } } }));
+  const json = values.json === true;
+  const store = await openStore(config);
+  try {
+    switch (action) {
+      case 'token': {
+        const token = await issueAdminToken(store, 'cli');
+        await store.audit.append({ actor: 'cli', action: 'admin_token.issue', account_id: null, details: {} });
+        print(json, { admin_token: token }, `admin token (send as "Authorization: <token>" on /api/admin/*): ${token}`);
+        return;
+      }
+      case 'revoke-tokens': {
+        const revoked = await store.admin.revokeTokens();
+        await store.audit.append({ actor: 'cli', action: 'admin_token.revoke', account_id: null, details: { revoked } });
+        print(json, { revoked }, `revoked ${revoked} admin token(s)`);
+        return;
+      }
+      default:
+        throw new UsageError(`unknown admin command "${action ?? ''}"`);
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+/** Signals the running supervisor (its pid file in the data dir) and reports its reload from the audit log. */
+async function reloadCommand(config: Config, args: string[]): Promise<void> {
+  const { values } = parsedFlags(() => parseArgs({ args, allowPositionals: false, options: { json: { type: 'boolean' }, config: { type: 'string' } } }));
+  let pid: number;
+  try { pid = Number(readFileSync(pidFile(config.dataDir), 'utf8').trim()); } catch {
+    throw new UsageError(`no running tollgate serve found for data dir ${config.dataDir} (no ${pidFile(config.dataDir)})`);
+  }
+  const store = await openStore(config);
+  try {
+    const before = (await store.audit.list({}, 0, 1)).items[0]?.id ?? 0;
+    try { process.kill(pid, 'SIGHUP'); } catch {
+      throw new UsageError(`tollgate serve (pid ${pid}, from ${pidFile(config.dataDir)}) is not running`);
+    }
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline) {
+      const entry = (await store.audit.list({}, 0, 20)).items.find((item) => item.id > before && item.actor === 'supervisor'
+        && (item.action === 'reload' || item.action === 'reload.refused'));
+      if (entry) {
+        const ok = entry.action === 'reload';
+        print(values.json === true, { ok, ...entry.details }, ok ? `config reloaded (generation ${String(entry.details.generation)})` : `config not reloaded: ${String(entry.details.error)}`);
+        if (!ok) process.exitCode = 1;
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new UsageError('the server did not report the reload within 20 s');
+  } finally {
+    await store.close();
+  }
+}
+
 function configPathFrom(args: string[]): string | undefined {
   const index = args.indexOf('--config');
   if (index !== -1) {
@@ -186,6 +245,8 @@ export async function main(argv: string[]): Promise<void> {
     case 'serve': case undefined: await runSupervisor(config, configPath); return;
     case 'worker': await runWorker(config); return;
     case 'account': await accountCommand(config, args); return;
+    case 'admin': await adminCommand(config, args); return;
+    case 'reload': await reloadCommand(config, args); return;
     case 'config': process.stdout.write(`${JSON.stringify(redacted(config), null, 2)}\n`); return;
     case 'migrate': await migrateCommand(config, args); return;
     case 'help': case '--help': case '-h': process.stdout.write(`${USAGE}\n`); return;

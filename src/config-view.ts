@@ -2,6 +2,7 @@
 import { join } from 'node:path';
 import type { Config } from './config';
 import { redactedUrl } from './config-store';
+import { operationsView } from './config-ops';
 
 /**
  * The config as it may be shown or logged, in the file's own shape (feeding it back with --config
@@ -32,5 +33,6 @@ export function redacted(config: Config): unknown {
       ? { type: 'postgres', url: redactedUrl(config.store.url), pool_size: config.store.poolSize, lease_ttl_ms: config.store.leaseTtlMs }
       : { type: 'lmdb' },
     ...(config.redis ? { redis: { url: redactedUrl(config.redis.url), prefix: config.redis.prefix, timeout_ms: config.redis.timeoutMs } } : {}),
+    ...operationsView(config),
   };
 }

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { parseStoreConfig, REDIS_FIELDS, STORE_FIELDS, type RedisConfig, type StoreConfig } from './config-store';
+import { parseOperations, type OperationsConfig } from './config-ops';
 export { redacted } from './config-view';
 
 export const DEFAULT_PORT = 3000;
@@ -121,7 +122,7 @@ export interface Limits {
   maxKeysPerAccount: number;
 }
 
-export interface Config {
+export interface Config extends OperationsConfig {
   listen: { host: string; port: number };
   workers: number;
   /** young-generation semi-space each worker starts with, MiB (`worker_semi_space_mb`) */
@@ -187,7 +188,8 @@ const isObject = (value: unknown): value is Raw => typeof value === 'object' && 
  * Fields starting with `_` are comments.
  */
 const FIELDS = {
-  top: ['listen', 'workers', 'worker_semi_space_mb', 'dataDir', 'publicUrl', 'front', 'logLevel', 'groups', 'models', 'channels', 'retries', 'limits', 'video', 'offload_threshold_bytes', 'store', 'redis'],
+  top: ['listen', 'workers', 'worker_semi_space_mb', 'dataDir', 'publicUrl', 'front', 'logLevel', 'groups', 'models', 'channels', 'retries', 'limits', 'video', 'offload_threshold_bytes', 'store', 'redis',
+    'metrics', 'channel_health', 'access_log'],
   listen: ['host', 'port'],
   group: ['ratio', 'rpm', 'concurrency'],
   model: ['id', 'owned_by', 'kind', 'price', 'reasoning', 'multimodal', 'json_mode', 'max_output_tokens', 'chat_image', 'groups', 'image', 'created'],
@@ -477,6 +479,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
     logLevel,
     store: Object.freeze(backend.store),
     ...(backend.redis ? { redis: Object.freeze(backend.redis) } : {}),
+    ...parseOperations(raw, env, { section, num, resolveSecret, error: ConfigError }),
   };
   return Object.freeze(config);
 }

@@ -8,6 +8,7 @@ import type { ChannelSelector } from './relay/channels';
 import type { Provider } from './providers/types';
 import type { ChannelType } from './config';
 import type { TaskPool } from './pool';
+import type { Operations } from './ops/operations';
 
 export interface GatewayContext {
   config: Config;
@@ -23,4 +24,8 @@ export interface GatewayContext {
   providers: Map<ChannelType, Provider>;
   /** piscina pool for big or CPU-heavy work */
   pool: TaskPool;
+  /** metrics, channel health across workers, reload (src/ops/) */
+  ops: Operations;
+  /** where access lines go (one per request) while `config.accessLog` is on (a reload may switch it) */
+  accessLog: Logger;
 }

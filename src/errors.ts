@@ -122,7 +122,7 @@ export function renderError(error: GatewayErrorShape, dialect: ErrorDialect): Re
       payload = { type: 'error', error: { type: anthropicType(error.status, error.type), message: error.message } };
       break;
     case 'envelope':
-      payload = error.code === 'AUTH_REQUIRED'
+      payload = error.code === 'AUTH_REQUIRED' || error.code === 'ADMIN_TOKEN_INVALID'
         ? { success: false, message: error.message, code: error.code, data: null }
         : { success: false, message: error.message, data: null };
       break;

@@ -14,6 +14,8 @@ import { ChannelSelector } from './relay/channels';
 import { createProviders } from './providers';
 import { UpstreamPools } from './upstream/pools';
 import { TaskPool } from './pool';
+import { localOperations, type Operations } from './ops/operations';
+import { createAccessLogger } from './ops/access-log';
 
 export interface RunningGateway {
   port: number;
@@ -32,6 +34,12 @@ export interface GatewayOptions {
   commitBatch?: CommitBatch;
   /** asks other workers for the unused part of their leases (multi-process only) */
   reclaim?: (keyId: number | null, accountId: number) => Promise<void>;
+  /** metrics, health and reload for a worker under the supervisor (default: this process alone) */
+  operations?: (context: () => GatewayContext, log: Logger) => Operations;
+  /** the config file, re-read by a reload of a gateway started alone */
+  configPath?: string;
+  /** where access lines go (default: stdout, buffered, at the log's level) */
+  accessLog?: Logger;
 }
 
 /** Answers the front gives itself (oversized URL or headers, …), in the dialect of the path. */
@@ -61,6 +69,10 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   const workerId = options.workerId ?? `${process.pid}-${randomBytes(4).toString('hex')}`;
   const pools = new UpstreamPools();
   const taskPool = new TaskPool({ taskTimeoutMs: config.limits.poolTaskMs });
+  // the operations read the context lazily: it is built with their metrics and health events
+  let built: GatewayContext | undefined;
+  const ops = (options.operations ?? ((getContext, logger) => localOperations(getContext, logger, options.configPath)))(() => built!, log);
+  const accessOutput = options.accessLog ? undefined : createAccessLogger(log.level);
   const context: GatewayContext = {
     config,
     models: modelIndex(config),
@@ -69,11 +81,14 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     workerId,
     masterKey,
     startedAt: Date.now(),
-    ledger: new Ledger(store, workerId, log, { commit: options.commitBatch, reclaim: options.reclaim }),
-    channels: new ChannelSelector(config),
+    ledger: new Ledger(store, workerId, log, { commit: options.commitBatch, reclaim: options.reclaim, observer: ops.metrics }),
+    channels: new ChannelSelector(config, ops.healthEvents),
     providers: createProviders({ pools, pool: taskPool, offloadThresholdBytes: config.offloadThresholdBytes, log }),
     pool: taskPool,
+    ops,
+    accessLog: options.accessLog ?? accessOutput!.log,
   };
+  built = context;
   const server: HttpServer = createHttpServer({
     host: config.listen.host,
     port: config.listen.port,
@@ -100,6 +115,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
       await context.ledger.close();
       await pools.close();
       await context.pool.close();
+      accessOutput?.flush();
       if (ownsStore) await store.close();
     })();
     return closing;

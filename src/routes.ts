@@ -17,6 +17,7 @@ import { responses } from './handlers/responses';
 import { imageEdits, imageGenerations } from './handlers/images';
 import { deprecationHeaders, videoStatus, videoSubmit } from './handlers/video';
 import { consoleHandlers } from './handlers/console';
+import { operatorRoutes } from './handlers/admin/routes';
 
 export type RouteHandler = (exchange: Exchange, params: string[], context: GatewayContext) => void | Promise<void>;
 
@@ -60,6 +61,7 @@ export function routeTable(context: GatewayContext): Route[] {
     { method: 'GET', pattern: `${video}/status/:`, dialect: 'video', bodyLimit: 'none', handler: videoStatus },
     { method: 'GET', pattern: '/console/', dialect: 'openai', bodyLimit: 'none', handler: consoleFiles.index },
     { method: 'GET', pattern: '/console/:', dialect: 'openai', bodyLimit: 'none', handler: consoleFiles.asset },
+    ...operatorRoutes(),
   ];
   return routes;
 }
@@ -143,9 +145,20 @@ export function sendError(exchange: Exchange, error: unknown, dialect: ErrorDial
 export function createDispatcher(context: GatewayContext): (exchange: Exchange) => void {
   const router = new Router(routeTable(context));
   const videoPrefix = `/${context.config.video.vendor}/`;
-  const limits = context.config.limits;
   const logError = (error: unknown) => context.log.error({ err: error }, 'request failed');
+  /**
+   * Counts the answered request (metrics) and writes its access line unless billing wrote one (a
+   * request that reached billing has its model set).
+   */
+  const ended = (exchange: Exchange, route: string, dialect: ErrorDialect, startedAt: number) => {
+    const status = exchange.status === 0 && exchange.aborted ? 499 : exchange.status;
+    context.ops.metrics.request(route, dialect, exchange.model, status);
+    if (context.config.accessLog && exchange.model === '') {
+      context.accessLog.info({ route: exchange.path.slice(0, 200), method: exchange.method, status, duration_ms: Date.now() - startedAt }, 'request');
+    }
+  };
   return (exchange) => {
+    const startedAt = Date.now();
     const matched = router.match(exchange.method, exchange.path);
     if (!matched || 'allowed' in matched) {
       const dialect = dialectForPath(exchange.path, videoPrefix);
@@ -156,17 +169,27 @@ export function createDispatcher(context: GatewayContext): (exchange: Exchange) 
         : new GatewayError({ status: 405, type: 'invalid_request_error', code: 'method_not_allowed',
           message: `method ${exchange.method} is not allowed here (allowed: ${matched.allowed.join(', ')})`, headers: { allow: matched.allowed.join(', '), ...extra } });
       sendError(exchange, error, dialect);
+      ended(exchange, 'unmatched', dialect, startedAt);
       return;
     }
     const { route, params } = matched;
+    // read per request: a reload may change the body limits
+    const limits = context.config.limits;
     exchange.bodyLimit = route.bodyLimit === 'model' ? limits.modelBodyBytes
       : route.bodyLimit === 'multipart' ? limits.multipartBytes : limits.apiBodyBytes;
     try {
       const result = route.handler(exchange, params, context);
-      if (result) result.catch((error: unknown) => sendError(exchange, error, route.dialect, logError));
+      if (result) {
+        result.then(() => ended(exchange, route.pattern, route.dialect, startedAt), (error: unknown) => {
+          sendError(exchange, error, route.dialect, logError);
+          ended(exchange, route.pattern, route.dialect, startedAt);
+        });
+        return;
+      }
     } catch (error) {
       sendError(exchange, error, route.dialect, logError);
     }
+    ended(exchange, route.pattern, route.dialect, startedAt);
   };
 }
 

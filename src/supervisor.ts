@@ -8,6 +8,7 @@ import { bootstrapAdmin, openMasterKey } from './bootstrap';
 import { openStore, type Store } from './store';
 import { supervisorLink, workerMessageServer, type WorkerMessage } from './supervisor-link';
 import { startWatchdog } from './watchdog';
+import { linkedOperations, supervisorOperations } from './ops/cluster-link';
 
 /** the most a worker's young-generation semi-space grows to, MiB, unless it starts larger */
 const WORKER_SEMI_SPACE_MAX_MB = 32;
@@ -62,6 +63,8 @@ export async function runSupervisor(config: Config, configPath: string | undefin
   const listening = new Set<number>();
   const serveWorker = workerMessageServer();
   const watchdog = startWatchdog(config.limits.watchdogMs, log);
+  // metrics gathered from the workers, channel health, reload (SIGHUP, admin API, tollgate reload)
+  const operations = supervisorOperations({ config, configPath, store, log });
   let forked = 0;
   const workerIds = new Map<number, string>();
   const fork = (): Worker => {
@@ -70,7 +73,7 @@ export async function runSupervisor(config: Config, configPath: string | undefin
     const worker = cluster.fork({ ...workerEnv, TOLLGATE_WORKER_ID: workerId });
     workerIds.set(worker.id, workerId);
     worker.on('message', (message: WorkerMessage) => {
-      if (serveWorker(worker, message)) return;
+      if (serveWorker(worker, message) || operations.serve(worker, message)) return;
       if (message?.type === 'pong') { watchdog.answered(worker); return; }
       if (message?.type !== 'listening') return;
       listening.add(worker.id);
@@ -121,6 +124,7 @@ export async function runSupervisor(config: Config, configPath: string | undefin
     await Promise.all(exited);
     clearTimeout(hardDeadline);
     await jobs.stop();
+    operations.stop();
     await store.close();
     log.info('stopped');
     process.exit(0);
@@ -185,6 +189,7 @@ export async function runWorker(config: Config): Promise<void> {
   const { startGateway } = require('./main') as typeof import('./main');
   const gateway = await startGateway(config, {
     store, log, workerId, commitBatch: (charges, usage) => writer.commit(workerId, charges, usage), reclaim: link?.reclaim,
+    operations: process.send ? linkedOperations : undefined,
   });
   link?.serveReturns((keyId, accountId) => gateway.context.ledger.returnUnused(keyId, accountId));
   process.send?.({ type: 'listening', port: gateway.port, front: gateway.front } satisfies WorkerMessage);

@@ -2,8 +2,8 @@
 // SHA-256 digests: the lookup is by digest, so no secret is ever compared byte by byte.
 import { GatewayError } from '../errors';
 import type { Exchange } from '../http';
-import type { AccessScope, Store } from '../store';
-import { tokenDigest } from './secrets';
+import { tokenHandle, type AccessScope, type Store } from '../store';
+import { generateAccessToken, tokenDigest } from './secrets';
 
 export interface AccountAccess { accountId: number; scope: AccessScope }
 
@@ -26,4 +26,12 @@ export async function authenticateAccount(exchange: Exchange, store: Store, need
   if (!record || !(await store.accounts.get(record.account_id))) throw INVALID;
   if (need === 'write' && record.scope !== 'write') throw READ_ONLY;
   return { accountId: record.account_id, scope: record.scope };
+}
+
+/** A new access token of `scope` for the account, stored hashed; returns it with its public handle. */
+export async function issueAccessToken(store: Store, accountId: number, scope: AccessScope): Promise<{ token: string; handle: string }> {
+  const token = generateAccessToken();
+  const digest = tokenDigest(token).toString('hex');
+  await store.accounts.addAccessToken(digest, accountId, scope);
+  return { token, handle: tokenHandle(digest) };
 }

@@ -81,6 +81,8 @@ export interface LedgerOptions {
    * to its ledger writer thread (src/store/ledger-writer.ts), so its event loop never runs a commit.
    */
   commit?: CommitBatch;
+  /** told of each committed batch and each lease granted (metrics) */
+  observer?: { ledgerBatch(records: number, commitMs: number): void; leaseGrant(): void; refusal(kind: 'key_quota' | 'balance'): void };
   /**
    * Asks the other workers to give back the unused part of their leases on this key and account
    * (a request needs more than is free while they hold some). Resolves when they answered.
@@ -90,7 +92,7 @@ export interface LedgerOptions {
 
 /** A lease growth found too little free quota; `reclaimable` when other workers hold enough. */
 class Shortfall extends Error {
-  constructor(readonly error: GatewayError, readonly reclaimable: boolean) { super(error.message); }
+  constructor(readonly error: GatewayError, readonly reclaimable: boolean, readonly kind: 'key_quota' | 'balance' = 'balance') { super(error.message); }
 }
 
 export class Ledger {
@@ -170,13 +172,19 @@ export class Ledger {
         this.prefetch(key, account, keyLease, accountLease, amount);
         return { keyId: key.id, accountId: account.id, amount, keyLease, accountLease, done: false };
       }
-      if (round >= MAX_GROW_ROUNDS) throw insufficientQuota(`quota could not be reserved for this request (${amount} needed) while other requests hold it; retry`);
+      if (round >= MAX_GROW_ROUNDS) {
+        this.options.observer?.refusal(accountNeed > 0 ? 'balance' : 'key_quota');
+        throw insufficientQuota(`quota could not be reserved for this request (${amount} needed) while other requests hold it; retry`);
+      }
       try {
         await this.grow(key, account, keyLease, accountLease, keyNeed, accountNeed, amount);
       } catch (error) {
         if (!(error instanceof Shortfall)) throw error;
         // Other workers hold enough in their leases: ask them for the unused part, then try again.
-        if (!error.reclaimable || reclaimed || !this.options.reclaim) throw error.error;
+        if (!error.reclaimable || reclaimed || !this.options.reclaim) {
+          this.options.observer?.refusal(error.kind);
+          throw error.error;
+        }
         reclaimed = true;
         await this.options.reclaim(keyLease ? key.id : null, account.id);
       }
@@ -224,13 +232,14 @@ export class Ledger {
         const need = grant.shortfall === 'key' ? keyNeed : accountNeed;
         const reclaimable = grant.available + grant.heldByOthers >= need;
         if (grant.shortfall === 'key') {
-          throw new Shortfall(insufficientQuota(`this key's quota is too low for this request: it has ${(keyLease?.available ?? 0) + grant.available} quota left and this request needs up to ${amount}; raise the key's remain_quota or make the request smaller (max_tokens, n)`), reclaimable);
+          throw new Shortfall(insufficientQuota(`this key's quota is too low for this request: it has ${(keyLease?.available ?? 0) + grant.available} quota left and this request needs up to ${amount}; raise the key's remain_quota or make the request smaller (max_tokens, n)`), reclaimable, 'key_quota');
         }
         if (grant.shortfall === 'account') {
           throw new Shortfall(insufficientQuota(`the account balance is too low for this request: ${accountLease.available + grant.available} quota left and this request needs up to ${amount}; top up the account or make the request smaller (max_tokens, n)`), reclaimable);
         }
         throw new GatewayError({ status: 401, type: 'invalid_request_error', code: 'invalid_api_key', message: 'Invalid token.' });
       }
+      this.options.observer?.leaseGrant();
       if (grant.key) this.lease(this.keyLeases, key.id, grant.key.epoch).granted += grant.key.amount;
       this.lease(this.accountLeases, account.id, grant.account.epoch).granted += grant.account.amount;
     }).finally(() => this.growing.delete(flight));
@@ -315,8 +324,10 @@ export class Ledger {
     this.charges = [];
     this.rows = [];
     const commit = this.options.commit ?? ((batch: Charge[], usage: UsageGroup[]) => this.store.ledger.commit(this.workerId, batch, usage));
-    this.flushing = this.flushing.then(() => commit(sumCharges(charges.map((queued) => queued.charge)), packUsageRows(rows)))
+    let started = 0;
+    this.flushing = this.flushing.then(() => { started = performance.now(); return commit(sumCharges(charges.map((queued) => queued.charge)), packUsageRows(rows)); })
       .then(() => {
+        this.options.observer?.ledgerBatch(rows.length, performance.now() - started);
         for (const { charge, keyLease, accountLease } of charges) {
           if (keyLease) { keyLease.pending -= charge.quota; keyLease.granted = Math.max(0, keyLease.granted - charge.quota); }
           accountLease.pending -= charge.quota;

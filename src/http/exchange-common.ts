@@ -167,6 +167,8 @@ export class AbortListeners {
 export abstract class ExchangeLifecycle {
   aborted = false;
   finished = false;
+  status = 0;
+  model = '';
   /** set when the body could not be read (too large, too slow): the rest of it is never read, so the connection must go */
   protected closeAfterAnswer = false;
   protected readonly aborts = new AbortListeners();

@@ -95,6 +95,7 @@ class NodeExchange extends ExchangeLifecycle implements Exchange {
   respond(status: number, headers: Headers, body: string | Buffer): void {
     if (this.finished) return;
     this.finished = true;
+    this.status = status;
     if (this.server.draining || this.closeAfterAnswer) this.response.shouldKeepAlive = false;
     // A known length instead of chunked framing, as the uWS front sends it.
     this.response.setHeader('content-length', Buffer.byteLength(body));
@@ -105,6 +106,7 @@ class NodeExchange extends ExchangeLifecycle implements Exchange {
 
   startStream(status: number, headers: Headers): void {
     if (this.finished) return;
+    this.status = status;
     if (this.server.draining) this.response.shouldKeepAlive = false;
     this.response.writeHead(status, headers);
   }

@@ -30,6 +30,10 @@ export interface Exchange {
   end(...chunks: Array<string | Buffer>): void;
   /** true once the answer has ended or the client has gone */
   readonly finished: boolean;
+  /** the answer's status once respond() or startStream() was called (0 before) */
+  readonly status: number;
+  /** the configured model a model call is for, once it is known ('' before and for other routes): a metrics label */
+  model: string;
 }
 
 export type ExchangeHandler = (exchange: Exchange) => void | Promise<void>;

@@ -165,6 +165,7 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
   respond(status: number, headers: Headers, body: string | Buffer): void {
     if (this.finished) return;
     this.finished = true;
+    this.status = status;
     const close = this.server.draining || this.closeAfterAnswer;
     this.response.cork(() => {
       this.response.writeStatus(statusLine(status));
@@ -178,6 +179,7 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
 
   startStream(status: number, headers: Headers): void {
     if (this.finished) return;
+    this.status = status;
     this.pendingHead = { status, headers };
   }
 

@@ -25,13 +25,14 @@ export function admit(context: GatewayContext, caller: Caller, _model: ModelConf
   const subject = `k:${caller.key.id}`;
   const verdict = context.store.counters.admit(subject, context.workerId, { rpm: group.rpm, concurrency: group.concurrency });
   return isPromise(verdict)
-    ? verdict.then((ready) => reserve(context, caller, estimate, group.ratio, admitted(ready, caller, group, subject)))
-    : reserve(context, caller, estimate, group.ratio, admitted(verdict, caller, group, subject));
+    ? verdict.then((ready) => reserve(context, caller, estimate, group.ratio, admitted(context, ready, caller, group, subject)))
+    : reserve(context, caller, estimate, group.ratio, admitted(context, verdict, caller, group, subject));
 }
 
 /** The slot held (its subject) or null; throws the 429 of a refused verdict. */
-function admitted(verdict: LimitVerdict, caller: Caller, group: { rpm: number; concurrency: number }, subject: string): string | null {
+function admitted(context: GatewayContext, verdict: LimitVerdict, caller: Caller, group: { rpm: number; concurrency: number }, subject: string): string | null {
   if (verdict.allowed) return verdict.holdsSlot ? subject : null;
+  context.ops.metrics.refusal(verdict.limit === 'rate' ? 'rate_limit' : 'concurrency');
   if (verdict.limit === 'rate') {
     throw rateLimited(`rate limit reached: group "${caller.key.group}" allows ${group.rpm} requests per minute per key; retry in ${verdict.retryAfterSeconds} s`,
       'rate_limit_exceeded', verdict.retryAfterSeconds);

@@ -10,6 +10,7 @@ import type { UsageRecord } from '../store';
 import { admit, type Admission } from './admission';
 import { CallAbort } from '../upstream/call-abort';
 import { usageRecord } from './records';
+import type { CallLine } from '../ops/access-log';
 
 export interface BilledCallOptions {
   exchange: Exchange;
@@ -53,15 +54,32 @@ const NOTHING_METERED: Metered = { promptTokens: 0, completionTokens: 0, usageSo
  */
 export function billedCall(options: BilledCallOptions, run: (scope: CallScope) => Promise<void>): Promise<void> {
   const startedAt = Date.now();
+  options.exchange.model = options.model.id;
   let admitting: Admission | Promise<Admission>;
-  try { admitting = admit(options.context, options.caller, options.model, options.estimate); } catch (error) { return Promise.reject(error); }
+  try { admitting = admit(options.context, options.caller, options.model, options.estimate); } catch (error) { return refused(options, startedAt, error); }
   return admitting instanceof Promise
-    ? admitting.then((admission) => runAdmitted(options, admission, startedAt, run))
+    ? admitting.then((admission) => runAdmitted(options, admission, startedAt, run), (error: unknown) => refused(options, startedAt, error))
     : runAdmitted(options, admitting, startedAt, run);
+}
+
+/** A call refused at admission (rate, concurrency, quota): its access line, then the refusal. */
+function refused(options: BilledCallOptions, startedAt: number, error: unknown): Promise<never> {
+  const { context, exchange, caller, model } = options;
+  if (context.config.accessLog) {
+    context.accessLog.info({
+      route: exchange.path, model: model.id, status: toGatewayError(error).status, duration_ms: Date.now() - startedAt,
+      key_id: caller.key.id, account_id: caller.account.id, stream: options.stream, end_reason: 'refused',
+    }, 'call');
+  }
+  return Promise.reject(error);
 }
 
 function runAdmitted(options: BilledCallOptions, admission: Admission, startedAt: number, run: (scope: CallScope) => Promise<void>): Promise<void> {
   const { exchange, context, caller, model, endpoint, stream } = options;
+  const metrics = context.ops.metrics;
+  const accessLog = context.config.accessLog ? context.accessLog : null;
+  metrics.inFlight += 1;
+  if (stream) metrics.openStreams += 1;
   const abort = new CallAbort();
   exchange.onAbort(() => abort.abort());
   const scope: CallScope = {
@@ -77,23 +95,37 @@ function runAdmitted(options: BilledCallOptions, admission: Admission, startedAt
           'usage priced above what the call could reserve: charged the reservation');
         endReason = 'quota_bounded';
       }
-      context.ledger.settle(admission.reservation, charged, usageRecord({
+      const record = usageRecord({
         caller, model, channel: scope.channel, endpoint, startedAt, firstByteAt,
         promptTokens: metered.promptTokens, completionTokens: metered.completionTokens,
         cacheReadTokens: metered.cacheReadTokens, cacheCreationTokens: metered.cacheCreationTokens,
         quota: charged, status, endReason, usageSource: metered.usageSource, stream,
-      }));
+      });
+      context.ledger.settle(admission.reservation, charged, record);
+      metrics.call(model.id, record.latency_ms, record.first_byte_ms, record.prompt_tokens, record.completion_tokens, charged);
+      if (accessLog !== null) {
+        accessLog.info({
+          route: exchange.path, model: model.id, channel: scope.channel, status, duration_ms: record.latency_ms, ttfb_ms: record.first_byte_ms,
+          prompt_tokens: record.prompt_tokens, completion_tokens: record.completion_tokens, quota: charged,
+          key_id: caller.key.id, account_id: caller.account.id, stream, end_reason: endReason,
+        } satisfies CallLine, 'call');
+      }
       return charged;
     },
   };
   let running: Promise<void>;
   try { running = run(scope); } catch (error) { running = Promise.reject(error); }
-  return running.then(() => admission.release(), (error: unknown) => {
+  const ended = () => {
+    metrics.inFlight -= 1;
+    if (stream) metrics.openStreams -= 1;
+    admission.release();
+  };
+  return running.then(ended, (error: unknown) => {
     // Settling twice is a no-op, so a call that already billed what was delivered keeps that bill.
     try {
       scope.settle(0, NOTHING_METERED, toGatewayError(error).status, exchange.aborted ? 'client_gone' : 'failed', null);
     } finally {
-      admission.release();
+      ended();
     }
     throw error;
   });

@@ -1,15 +1,20 @@
 // Channel choice: highest priority first, weighted random within a priority; the rest of the list
-// is the failover order. Keys of a channel are used in turn.
+// is the failover order. Keys of a channel are used in turn, skipping keys the upstream refused
+// (see channel-health.ts, which each selector owns: a reload starts both afresh).
 import type { ChannelConfig, Config } from '../config';
+import { DEFAULT_CHANNEL_HEALTH } from '../config-ops';
+import { ChannelHealth, type HealthEvents } from './channel-health';
 
 /** What a group and model resolve to, computed once (nested maps: no key string is built per call). */
 interface Eligible { channels: ChannelConfig[]; singles: Map<number, readonly ChannelConfig[]> }
 
 export class ChannelSelector {
   private readonly byGroup = new Map<string, Map<string, Eligible>>();
-  private readonly keyTurn = new Map<string, number>();
+  readonly health: ChannelHealth;
 
-  constructor(private readonly config: Config) {}
+  constructor(private readonly config: Config, events: HealthEvents = {}) {
+    this.health = new ChannelHealth(config.channels, config.channelHealth ?? DEFAULT_CHANNEL_HEALTH, events);
+  }
 
   private eligible(model: string, group: string): Eligible {
     let byModel = this.byGroup.get(group);
@@ -52,11 +57,10 @@ export class ChannelSelector {
     return Array.from({ length: attempts }, (_, index) => ordered[index % ordered.length]);
   }
 
+  /** The channel's next key in turn (refused keys skipped); '' for a channel without keys. */
   nextKey(channel: ChannelConfig): string {
-    if (channel.keys.length === 0) return '';
-    const turn = this.keyTurn.get(channel.name) ?? 0;
-    this.keyTurn.set(channel.name, turn + 1);
-    return channel.keys[turn % channel.keys.length];
+    const index = this.health.nextKeyIndex(channel);
+    return index === -1 ? '' : channel.keys[index];
   }
 
   upstreamModel(channel: ChannelConfig, model: string): string {

@@ -10,9 +10,10 @@ import type { Store } from './types';
 export type {
   AccountStore, Awaitable, BatchCommitter, BatchCommitterHooks, Charge, CounterStore, KeyPage, KeySecret, KeyStore, LeaseAsk,
   LeaseGrant, LeaseShortfall, LedgerStore, LimitAsk, LimitVerdict, Store, StoredVideoTask, TaskRefund, TaskStore, UsageFilter,
-  UsagePage, UsageStore, WindowHit,
+  UsagePage, UsageStore, WindowHit, AccessTokenView, AdminStore, AdminTokenRecord, AuditActor, AuditEntry, AuditFilter, AuditInput, AuditStore,
 } from './types';
-export { isPromise, whenReady } from './types';
+export { isPromise, whenReady, tokenHandle } from './types';
+export { summarizeUsage, type SummaryBy, type SummaryRow, type UsageSummary } from './usage-summary';
 export type { AccountRecord, AccessTokenRecord, AccessScope, KeyFields, KeyRecord, UsageGroup, UsageRecord, UsageRow } from './records';
 export { packUsageRows, toUsageRow } from './records';
 export { MAX_BALANCE } from './limits';

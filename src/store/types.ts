@@ -20,6 +20,65 @@ export function whenReady<T, R>(value: Awaitable<T>, next: (ready: T) => Awaitab
   return isPromise(value) ? value.then(next) : next(value);
 }
 
+/** An access token as the admin API lists it: a public handle (a prefix of its digest), never the token. */
+export interface AccessTokenView { id: string; scope: AccessScope; created_time: number }
+
+/** Length of an access token's public handle (hex digits of its SHA-256 digest). */
+export const TOKEN_HANDLE_LENGTH = 16;
+
+/** The public handle of an access token's digest. */
+export function tokenHandle(digestHex: string): string {
+  return digestHex.slice(0, TOKEN_HANDLE_LENGTH);
+}
+
+/** Who acted: the admin API, the CLI on the box, or the supervisor (SIGHUP). */
+export type AuditActor = 'admin-api' | 'cli' | 'supervisor';
+
+export interface AuditInput {
+  actor: AuditActor;
+  /** dotted verb: account.create, account.topup, token.issue, reload, … */
+  action: string;
+  account_id: number | null;
+  /** what the action did; never a secret */
+  details: Record<string, unknown>;
+}
+
+export interface AuditEntry extends AuditInput {
+  id: number;
+  /** unix seconds */
+  time: number;
+}
+
+export interface AuditFilter {
+  action?: string;
+  accountId?: number;
+  /** unix seconds, inclusive */
+  from?: number;
+  to?: number;
+}
+
+/** The append-only audit log of operator actions: nothing updates or deletes an entry. */
+export interface AuditStore {
+  append(input: AuditInput): Promise<AuditEntry>;
+  /** Newest first, filtered; at most 200,000 entries examined (`truncated` then). */
+  list(filter: AuditFilter, page: number, pageSize: number): Awaitable<{ items: AuditEntry[]; total: number; truncated: boolean }>;
+}
+
+export interface AdminTokenRecord {
+  /** unix seconds */
+  created_time: number;
+  /** who made it (cli, …); never the token */
+  label: string;
+}
+
+/** Operator tokens for /api/admin/*, stored as SHA-256 digests. */
+export interface AdminStore {
+  addToken(digestHex: string, label: string): Promise<void>;
+  resolveToken(digestHex: string): Awaitable<AdminTokenRecord | undefined>;
+  /** Revokes every admin token; returns how many there were. */
+  revokeTokens(): Promise<number>;
+}
+
 export interface AccountStore {
   create(name: string, group: string, balance: number): Promise<AccountRecord | 'exists'>;
   get(id: number): Awaitable<AccountRecord | undefined>;
@@ -28,14 +87,22 @@ export interface AccountStore {
   /** by numeric id or by name */
   find(reference: string): Awaitable<AccountRecord | undefined>;
   list(): Awaitable<AccountRecord[]>;
-  /** Adds `quota` to the balance; 'limit' (and no change) when the balance would pass MAX_BALANCE. */
-  topUp(id: number, quota: number): Promise<AccountRecord | 'limit' | undefined>;
+  /**
+   * Adds `quota` to the balance; 'limit' (and no change) when the balance would pass MAX_BALANCE.
+   * With `audit`, its entry (details plus balance_after) is appended in the same transaction and
+   * its id returned as `audit_id`: a top-up is never without its entry nor an entry without it.
+   */
+  topUp(id: number, quota: number, audit?: AuditInput): Promise<(AccountRecord & { audit_id?: number }) | 'limit' | undefined>;
   /** True once; used to bootstrap the `admin` account exactly one time across processes and nodes. */
   claimBootstrap(): Promise<boolean>;
   addAccessToken(digestHex: string, accountId: number, scope: AccessScope): Promise<void>;
   resolveAccessToken(digestHex: string): Awaitable<AccessTokenRecord | undefined>;
   /** Revokes every access token of the account; returns how many were revoked. */
   revokeAccessTokens(accountId: number): Promise<number>;
+  /** The account's access tokens by public handle, oldest first. */
+  listAccessTokens(accountId: number): Awaitable<AccessTokenView[]>;
+  /** Revokes the account's token with this public handle; false when it has none. */
+  revokeAccessToken(accountId: number, handle: string): Promise<boolean>;
 }
 
 export interface KeyPage { items: KeyRecord[]; total: number }
@@ -205,6 +272,8 @@ export interface Store {
   readonly ledger: LedgerStore;
   readonly usage: UsageStore;
   readonly tasks: TaskStore;
+  readonly admin: AdminStore;
+  readonly audit: AuditStore;
   /** A value sealed under the master secret at the first start, to check the secret against. */
   secretCheck(): Awaitable<SealedValue | undefined>;
   /** Keeps `value` as the secret check unless one is there already; resolves to the one kept. */

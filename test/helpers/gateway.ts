@@ -8,10 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateAccessToken, tokenDigest } from '../../src/auth/secrets';
 import { EMBEDDED_CONFIG, loadConfig, type Config } from '../../src/config';
-import { createLogger } from '../../src/log';
+import { createLogger, type Logger } from '../../src/log';
 import { startGateway, type RunningGateway } from '../../src/main';
 import { clusterEngines, enginesMissing, freshDatabase, freshPrefix } from './engines';
 export { stopClusterEngines } from './engines';
+import pino from 'pino';
 
 export const FRONTS = ['uws', 'node'] as const;
 export type Front = typeof FRONTS[number];
@@ -63,11 +64,14 @@ export interface TestGateway {
 }
 
 /** In-process gateway on 127.0.0.1:0. `raw` is a config object (defaults: the embedded config). */
-export async function startTestGateway(options: { front?: Front; raw?: Record<string, unknown>; env?: Record<string, string>; backend?: Backend } = {}): Promise<TestGateway> {
+export async function startTestGateway(options: { front?: Front; raw?: Record<string, unknown>; env?: Record<string, string>; backend?: Backend;
+  /** the gateway's logger (default: errors only); its level is also the access log's */
+  log?: Logger; accessLog?: Logger; configPath?: string } = {}): Promise<TestGateway> {
   const dataDir = tempDir();
   const env: NodeJS.ProcessEnv = { TOLLGATE_DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', TOLLGATE_FRONT: options.front ?? 'uws', ...options.env };
-  const config = loadConfig({ raw: await withBackend(options.backend ?? 'lmdb', options.raw), env });
-  const gateway = await startGateway(config, { log: createLogger('error') });
+  const config = options.configPath && !options.raw ? loadConfig({ path: options.configPath, env })
+    : loadConfig({ raw: await withBackend(options.backend ?? 'lmdb', options.raw), env });
+  const gateway = await startGateway(config, { log: options.log ?? createLogger('error'), accessLog: options.accessLog, configPath: options.configPath });
   const adminToken = readFileSync(join(config.dataDir, 'admin-token'), 'utf8').trim();
   return {
     url: `http://127.0.0.1:${gateway.port}`, port: gateway.port, dataDir, adminToken, gateway, config,
@@ -282,4 +286,12 @@ export async function waitFor<T>(check: () => Promise<T>, timeoutMs: number, int
     value = await check();
   }
   return value;
+}
+
+/** A pino logger at `level` whose lines land in `lines` (parsed), for tests that read the log. */
+export function capturingLogger(level = 'info'): { log: Logger; lines: Record<string, unknown>[]; text(): string } {
+  const lines: Record<string, unknown>[] = [];
+  const raw: string[] = [];
+  const log = pino({ level }, { write(line: string) { raw.push(line); lines.push(JSON.parse(line) as Record<string, unknown>); } });
+  return { log, lines, text: () => raw.join('') };
 }

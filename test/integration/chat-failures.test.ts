@@ -192,6 +192,9 @@ describe('failover across channels', () => {
       { name: 'locked', type: 'openai', base_url: locked.url, keys: ['a-wrong-key'], models: ['mock-reasoner'] },
       ...(base.channels as unknown[]),
     ];
+    // these scenarios fail the flaky channel on purpose, many times in a row: no cool-down here
+    // (test/integration/channel-health.test.ts covers it)
+    base.channel_health = { failures: 1000 };
     gateway = await startTestGateway({ raw: base });
     await gateway.gateway.context.store.accounts.topUp(1, 50_000_000);
     key = await createKey(gateway.url, gateway.adminToken);

@@ -7,6 +7,7 @@ import type { GatewayContext } from '../../src/context';
 import { upstreamError } from '../../src/errors';
 import { withFailover } from '../../src/relay/failover';
 import { ChannelSelector } from '../../src/relay/channels';
+import { MetricsRecorder } from '../../src/metrics/recorder';
 import type { Provider } from '../../src/providers/types';
 
 function context(): GatewayContext {
@@ -25,7 +26,7 @@ function context(): GatewayContext {
   const quiet = { warn: () => undefined } as unknown as GatewayContext['log'];
   return {
     config, models: new Map(config.models.map((model) => [model.id, model])), channels: new ChannelSelector(config),
-    providers: new Map<ChannelType, Provider>([['openai', provider]]), log: quiet,
+    providers: new Map<ChannelType, Provider>([['openai', provider]]), log: quiet, ops: { metrics: new MetricsRecorder() },
   } as unknown as GatewayContext;
 }
 

@@ -3,8 +3,9 @@ import type { Databases } from './database';
 import { nextId } from './database';
 import type { AccessScope, AccessTokenRecord, AccountRecord } from '../records';
 import { ValidatedRecordCache } from './record-cache';
-import type { AccountStore } from '../types';
+import { TOKEN_HANDLE_LENGTH, tokenHandle, type AccessTokenView, type AccountStore, type AuditEntry, type AuditInput } from '../types';
 import { MAX_BALANCE } from '../limits';
+import { appendAuditSync } from './audit';
 
 
 export class LmdbAccounts implements AccountStore {
@@ -51,8 +52,27 @@ export class LmdbAccounts implements AccountStore {
     return [...this.databases.accounts.getRange({})].map((entry) => entry.value as AccountRecord);
   }
 
-  /** Adds `quota` to the balance; 'limit' (and no change) when the balance would pass MAX_BALANCE. */
-  async topUp(id: number, quota: number): Promise<AccountRecord | 'limit' | undefined> {
+  /** Newest first; `keyword` filters by case-insensitive substring of the name. */
+  page(page: number, pageSize: number, keyword?: string): { items: AccountRecord[]; total: number } {
+    const needle = keyword ? keyword.toLowerCase() : undefined;
+    const items: AccountRecord[] = [];
+    let total = 0;
+    const offset = page * pageSize;
+    for (const { value } of this.databases.accounts.getRange({ reverse: true })) {
+      const record = value as AccountRecord;
+      if (needle !== undefined && !record.name.toLowerCase().includes(needle)) continue;
+      if (total >= offset && items.length < pageSize) items.push(record);
+      total += 1;
+    }
+    return { items, total };
+  }
+
+  /**
+   * Adds `quota` to the balance; 'limit' (and no change) when the balance would pass MAX_BALANCE.
+   * With `audit`, its entry (details plus balance_after) is appended in the same transaction, so a
+   * top-up is never without its entry nor an entry without its top-up.
+   */
+  async topUp(id: number, quota: number, audit?: AuditInput): Promise<(AccountRecord & { audit_id?: number }) | 'limit' | undefined> {
     const { accounts } = this.databases;
     return this.databases.root.transaction(() => {
       const record = accounts.get(id) as AccountRecord | undefined;
@@ -60,7 +80,9 @@ export class LmdbAccounts implements AccountStore {
       if (record.balance + quota > MAX_BALANCE) return 'limit' as const;
       const updated = { ...record, balance: record.balance + quota };
       accounts.putSync(id, updated);
-      return updated;
+      if (!audit) return updated;
+      const entry: AuditEntry = appendAuditSync(this.databases, { ...audit, details: { ...audit.details, balance_after: updated.balance } });
+      return { ...updated, audit_id: entry.id };
     });
   }
 
@@ -80,6 +102,31 @@ export class LmdbAccounts implements AccountStore {
 
   resolveAccessToken(digestHex: string): AccessTokenRecord | undefined {
     return this.databases.accessTokens.get(digestHex) as AccessTokenRecord | undefined;
+  }
+
+  /** The account's access tokens by public handle, oldest first. */
+  listAccessTokens(accountId: number): AccessTokenView[] {
+    const views: AccessTokenView[] = [];
+    for (const { key, value } of this.databases.accessTokens.getRange({})) {
+      const record = value as AccessTokenRecord;
+      if (record.account_id === accountId) views.push({ id: tokenHandle(key), scope: record.scope, created_time: record.created_time });
+    }
+    return views.sort((left, right) => left.created_time - right.created_time);
+  }
+
+  /** Revokes the account's token with this public handle; false when it has none. */
+  async revokeAccessToken(accountId: number, handle: string): Promise<boolean> {
+    const { accessTokens } = this.databases;
+    if (handle.length !== TOKEN_HANDLE_LENGTH) return false;
+    return this.databases.root.transaction(() => {
+      for (const { key, value } of accessTokens.getRange({ start: handle })) {
+        if (!key.startsWith(handle)) break;
+        if ((value as AccessTokenRecord).account_id !== accountId) continue;
+        accessTokens.removeSync(key);
+        return true;
+      }
+      return false;
+    });
   }
 
   /** Revokes every access token of the account; returns how many were revoked. */

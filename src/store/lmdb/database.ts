@@ -19,6 +19,10 @@ export interface Databases {
   leaseIndex: Database<true, [string, string, number]>;
   usage: Database<unknown, [number, number]>;
   tasks: Database<unknown, string>;
+  /** operator (admin API) tokens: SHA-256 digest hex → record */
+  adminTokens: Database<unknown, string>;
+  /** the append-only audit log of admin actions, by id */
+  audit: Database<unknown, number>;
   /** rate-limit windows and other counters that may be lost on a crash: a second env opened noSync */
   ephemeralRoot: RootDatabase;
   ephemeral: Database<unknown, string>;
@@ -45,6 +49,8 @@ export function openDatabases(dataDir: string): Databases {
     leaseIndex: sub('lease-index'),
     usage: sub('usage'),
     tasks: sub('tasks'),
+    adminTokens: sub('admin-tokens'),
+    audit: sub('audit'),
     ephemeralRoot,
     ephemeral: ephemeralRoot.openDB({ name: 'counters', encoding: 'msgpack' }),
   };

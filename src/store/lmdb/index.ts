@@ -8,6 +8,8 @@ import { LmdbLedger } from './ledger';
 import { LmdbUsage } from './usage';
 import { LmdbTasks } from './tasks';
 import { LedgerWriter } from './ledger-writer';
+import { LmdbAdmin } from './admin';
+import { LmdbAudit } from './audit';
 import type { SealedValue } from '../../auth/secrets';
 import type { BatchCommitter, BatchCommitterHooks, Store } from '../types';
 
@@ -21,6 +23,8 @@ export class LmdbStore implements Store {
   readonly ledger: LmdbLedger;
   readonly usage: LmdbUsage;
   readonly tasks: LmdbTasks;
+  readonly admin: LmdbAdmin;
+  readonly audit: LmdbAudit;
   private closed = false;
 
   constructor(readonly databases: Databases, private readonly dataDir: string) {
@@ -30,6 +34,8 @@ export class LmdbStore implements Store {
     this.ledger = new LmdbLedger(databases);
     this.usage = new LmdbUsage(databases);
     this.tasks = new LmdbTasks(databases);
+    this.admin = new LmdbAdmin(databases);
+    this.audit = new LmdbAudit(databases);
   }
 
   static open(dataDir: string): LmdbStore {

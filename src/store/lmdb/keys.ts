@@ -93,7 +93,8 @@ export class LmdbKeys implements KeyStore {
     return { items, total: ids.length };
   }
 
-  private countFor(accountId: number): number {
+  /** How many keys the account has. */
+  countFor(accountId: number): number {
     let count = 0;
     for (const _ of this.databases.accountKeys.getKeys({ start: [accountId, 0], end: [accountId, MAX_ID] })) count += 1;
     return count;

@@ -2,7 +2,9 @@
 import type { Pool } from 'pg';
 import { MAX_BALANCE } from '../limits';
 import type { AccessScope, AccessTokenRecord, AccountRecord } from '../records';
-import type { AccountStore } from '../types';
+import { TOKEN_HANDLE_LENGTH, tokenHandle, type AccessTokenView, type AccountStore, type AuditInput } from '../types';
+import { inTransaction } from './database';
+import { appendAudit } from './operations';
 import type { HotCache } from './hot-cache';
 import { ACCOUNT_COLUMNS, accessTokenOf, accountOf } from './rows';
 
@@ -39,10 +41,18 @@ export class PostgresAccounts implements AccountStore {
     return rows.map(accountOf);
   }
 
-  async topUp(id: number, quota: number): Promise<AccountRecord | 'limit' | undefined> {
-    const { rows } = await this.pool.query(
-      `UPDATE accounts SET balance = balance + $2 WHERE id = $1 AND balance + $2 <= $3 RETURNING ${ACCOUNT_COLUMNS}`, [id, quota, MAX_BALANCE]);
-    if (rows.length) return accountOf(rows[0]);
+  async topUp(id: number, quota: number, audit?: AuditInput): Promise<(AccountRecord & { audit_id?: number }) | 'limit' | undefined> {
+    // with an audit entry: the top-up and its entry in one transaction
+    const found = await inTransaction(this.pool, async (client) => {
+      const { rows } = await client.query(
+        `UPDATE accounts SET balance = balance + $2 WHERE id = $1 AND balance + $2 <= $3 RETURNING ${ACCOUNT_COLUMNS}`, [id, quota, MAX_BALANCE]);
+      if (!rows.length) return undefined;
+      const updated = accountOf(rows[0]);
+      if (!audit) return updated;
+      const entry = await appendAudit(client, { ...audit, details: { ...audit.details, balance_after: updated.balance } });
+      return { ...updated, audit_id: entry.id };
+    });
+    if (found) return found;
     return (await this.get(id)) ? 'limit' : undefined;
   }
 
@@ -60,6 +70,21 @@ export class PostgresAccounts implements AccountStore {
   async resolveAccessToken(digestHex: string): Promise<AccessTokenRecord | undefined> {
     const { rows } = await this.pool.query('SELECT account_id, scope, created_time FROM access_tokens WHERE digest = $1', [digestHex]);
     return rows.length ? accessTokenOf(rows[0]) : undefined;
+  }
+
+  async listAccessTokens(accountId: number): Promise<AccessTokenView[]> {
+    const { rows } = await this.pool.query<{ digest: string; scope: AccessScope; created_time: number }>(
+      'SELECT digest, scope, created_time FROM access_tokens WHERE account_id = $1 ORDER BY created_time, digest', [accountId]);
+    return rows.map((row) => ({ id: tokenHandle(row.digest), scope: row.scope, created_time: Number(row.created_time) }));
+  }
+
+  async revokeAccessToken(accountId: number, handle: string): Promise<boolean> {
+    if (!/^[0-9a-f]+$/.test(handle) || handle.length !== TOKEN_HANDLE_LENGTH) return false;
+    // one token: the handle is a prefix of its digest (LIMIT 1 in the unlikely case two share it)
+    const { rowCount } = await this.pool.query(
+      'DELETE FROM access_tokens WHERE digest = (SELECT digest FROM access_tokens WHERE account_id = $1 AND digest LIKE $2 ORDER BY digest LIMIT 1)',
+      [accountId, `${handle}%`]);
+    return rowCount === 1;
   }
 
   async revokeAccessTokens(accountId: number): Promise<number> {

@@ -1,6 +1,7 @@
 // The PostgreSQL + Redis backend, for several gateway nodes on one database: PostgreSQL holds what
 // must be durable (accounts, access tokens, keys, leases, usage records, video tasks), Redis what is
 // hot and may be lost (rate-limit windows, concurrency slots, the reveal limit; src/store/redis/).
+import { PostgresAdmin, PostgresAudit } from './operations';
 import { hostname } from 'node:os';
 import type { Pool } from 'pg';
 import type { SealedValue } from '../../auth/secrets';
@@ -48,6 +49,8 @@ export class PostgresStore implements Store {
   readonly ledger: PostgresLedger;
   readonly usage: PostgresUsage;
   readonly tasks: PostgresTasks;
+  readonly admin: PostgresAdmin;
+  readonly audit: PostgresAudit;
   private closed = false;
 
   private constructor(readonly pool: Pool, private readonly cache: HotCache, options: PostgresStoreOptions) {
@@ -57,6 +60,8 @@ export class PostgresStore implements Store {
     this.ledger = new PostgresLedger(pool, nodeName(), options.leaseTtlMs, (error, what) => options.warn(`PostgreSQL: ${what} failed`, error));
     this.usage = new PostgresUsage(pool);
     this.tasks = new PostgresTasks(pool);
+    this.admin = new PostgresAdmin(pool);
+    this.audit = new PostgresAudit(pool);
   }
 
   /** Connects, applies missing migrations, starts listening for changes. */

@@ -378,9 +378,34 @@ BEGIN
 END $$;
 `;
 
+/** Issue 18: operator (admin API) tokens, stored as digests, and the append-only audit log. */
+const V3_OPERATIONS = `
+CREATE TABLE admin_tokens (
+  digest text PRIMARY KEY,
+  label text NOT NULL,
+  created_time bigint NOT NULL
+);
+
+CREATE TABLE audit_log (
+  id bigserial PRIMARY KEY,
+  time bigint NOT NULL,
+  actor text NOT NULL,
+  action text NOT NULL,
+  account_id bigint,
+  details jsonb NOT NULL
+);
+CREATE INDEX audit_log_action ON audit_log (action, id);
+CREATE INDEX audit_log_account ON audit_log (account_id, id);
+-- append-only: an entry is never changed or removed
+CREATE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'the audit log is append-only'; END $$;
+CREATE TRIGGER audit_log_append_only BEFORE UPDATE OR DELETE ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();
+`;
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'accounts, access tokens, keys, leases, usage records, video tasks', sql: V1_TABLES + V1_NOTIFY + V1_LEASES },
   { version: 2, name: 'idempotent batch commits', sql: V2_BATCH_IDS },
+  { version: 3, name: 'admin tokens, audit log', sql: V3_OPERATIONS },
 ];
 
 /** Applies the migrations this database lacks, under an advisory lock; returns the versions applied. */
