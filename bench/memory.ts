@@ -16,8 +16,11 @@ export interface OpenStreamsReport {
   /** (peak − idle) ÷ the most streams open at once */
   perStreamKb: number;
   completed: number;
+  /** calls that ended badly (not 200, not chunked, no [DONE], a reset) */
   failed: number;
   failures: Record<string, number>;
+  /** calls still open when the time limit passed (a machine too busy to keep the gaps) */
+  unfinished: number;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -48,7 +51,7 @@ export async function measureOpenStreams(target: string, endpoint: Endpoint, bod
   const counts = clients.counts();
   return {
     target, streams, maxOpen, idleKb, peakKb, perStreamKb: (peakKb - idleKb) / Math.max(1, maxOpen),
-    completed: counts.completed, failed: counts.failed + (streams - counts.completed - counts.failed), failures: counts.failures,
+    completed: counts.completed, failed: counts.failed, failures: counts.failures, unfinished: streams - counts.completed - counts.failed,
   };
 }
 

@@ -118,6 +118,12 @@ export async function runMicro(options: { timeMs?: number } = {}): Promise<Row[]
       for (const event of events) sink += tail.push(event)?.length ?? 0;
       sink += tail.finish().tail.length;
     });
+    const burst = Buffer.concat(events);
+    bench.add(`stream tail rewrite, burst (the same ${events.length} events in one push)`, () => {
+      const tail = new OpenAIStreamTail({ model: 'bench-model' });
+      sink += tail.push(burst)?.length ?? 0;
+      sink += tail.finish().tail.length;
+    });
     bench.add('dialect translation: toAnthropicRequest (fixture request)', () => {
       sink += toAnthropicRequest(openAIRequest, { model: 'claude-sonnet-4-5', defaultMaxTokens: 4096 }).value.messages.length;
     });

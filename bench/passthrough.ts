@@ -24,7 +24,9 @@ export function startPassthrough(options: PassthroughOptions): Promise<Passthrou
   const upstream = new URL(options.upstream);
   // idle upstream connections closed before uWS (the mock) closes them at 10 s idle: the pass-through has
   // no retry, so a request sent on a connection the server is closing would be a failed call
-  const pool = new Pool(upstream.origin, { connections: MAX_CONNECTIONS_PER_ORIGIN, pipelining: 1, keepAliveTimeout: 4_000 });
+  // connect timeout as Tollgate's channels default to (undici's own is 10 s): thousands of streams
+  // opened at once on a busy machine wait in the upstream's accept queue
+  const pool = new Pool(upstream.origin, { connections: MAX_CONNECTIONS_PER_ORIGIN, pipelining: 1, keepAliveTimeout: 4_000, connect: { timeout: 30_000 } });
   const basePath = upstream.pathname.replace(/\/$/, '');
   const host = options.host ?? '127.0.0.1';
 

@@ -252,15 +252,18 @@ async function memoryScenarios(options: Options, placement: Placement, children:
   } finally {
     await children.stop(passthrough.pid);
   }
-  log(`memory: ${streams} live streams against a fresh Tollgate (1 worker)`);
-  const tollgate = await startTollgate(children, placement, mockUrl, { topUpUsd: 100_000 });
-  try {
-    const endpoint = chatEndpoint(tollgate.url, tollgate.key);
-    await checkEndpoint(endpoint, BENCH_MODEL);
-    openStreams.push(await measureOpenStreams('(c) Tollgate worker', endpoint, body, streams, () => tollgate.workerPids()[0], MEMORY_SCENARIO_SECONDS));
-  } finally {
-    await children.stop(tollgate.supervisorPid);
-    tollgate.cleanup();
+  for (const workerSemiSpaceMb of [DEFAULT_WORKER_SEMI_SPACE_MB, LOW_MEMORY_WORKER_SEMI_SPACE_MB]) {
+    log(`memory: ${streams} live streams against a fresh Tollgate (1 worker, worker_semi_space_mb ${workerSemiSpaceMb})`);
+    const tollgate = await startTollgate(children, placement, mockUrl, { topUpUsd: 100_000, workerSemiSpaceMb });
+    try {
+      const endpoint = chatEndpoint(tollgate.url, tollgate.key);
+      await checkEndpoint(endpoint, BENCH_MODEL);
+      openStreams.push(await measureOpenStreams(`(c) Tollgate worker, worker_semi_space_mb ${workerSemiSpaceMb}`, endpoint, body, streams,
+        () => tollgate.workerPids()[0], MEMORY_SCENARIO_SECONDS));
+    } finally {
+      await children.stop(tollgate.supervisorPid);
+      tollgate.cleanup();
+    }
   }
   const deployments: DeploymentMemory[] = [];
   for (const workerSemiSpaceMb of [LOW_MEMORY_WORKER_SEMI_SPACE_MB, DEFAULT_WORKER_SEMI_SPACE_MB]) {

@@ -1,15 +1,18 @@
 // Completion text of a forwarded OpenAI stream, for counting tokens locally when the upstream
-// reports no usage. Not extracted per event: the first `maxBytes` of forwarded buffers are kept by
-// reference and scanned once, on demand; past the bound only the forwarded size is counted and
-// counts are scaled by forwarded / kept bytes (an estimate either way).
+// reports no usage. Not extracted per event: the first `maxBytes` of forwarded events are kept as
+// one latin1 string (one char per byte) and scanned once, on demand; past the bound only the
+// forwarded size is counted and counts are scaled by forwarded / kept bytes (an estimate either
+// way). A copy in the JavaScript heap rather than a reference to each forwarded chunk: a chunk is a
+// view of the upstream socket's read buffer, and holding it held that whole buffer (outside the
+// heap, swept by the garbage collector one by one) for the stream's life.
 
 const EXTRACT_BATCH_BYTES = 64 * 1024;
-let extractScratch: Buffer | undefined;
 
 export class CompletionTextSample {
   private readonly maxBytes: number;
-  private pending: Buffer[] = [];
-  private keptBytes = 0;
+  /** copies of the forwarded events, one char per byte; [0, extractedBytes) already scanned */
+  private kept = '';
+  private extractedBytes = 0;
   private forwardedBytes = 0;
   /** raw UTF-8 bytes as latin1 strings, see extractText */
   private readonly textParts: string[] = [];
@@ -21,17 +24,16 @@ export class CompletionTextSample {
     this.maxBytes = maxBytes;
   }
 
-  /** Records forwarded bytes (whole events); keeps a reference while under the bound. */
+  /** Records forwarded bytes (whole events); copies them while under the bound. */
   add(output: Buffer): void {
     this.forwardedBytes += output.length;
-    if (this.keptBytes >= this.maxBytes) return;
-    this.pending.push(output);
-    this.keptBytes += output.length;
+    if (this.kept.length < this.maxBytes) this.kept += output.toString('latin1');
   }
 
   /** forwarded bytes / kept bytes: how much more text there was than was kept. */
   get scale(): number {
-    return this.keptBytes > 0 && this.forwardedBytes > this.keptBytes ? this.forwardedBytes / this.keptBytes : 1;
+    const kept = this.kept.length;
+    return kept > 0 && this.forwardedBytes > kept ? this.forwardedBytes / kept : 1;
   }
 
   /** The kept text (the start of the completion). */
@@ -47,25 +49,20 @@ export class CompletionTextSample {
   }
 
   private extractPending(): void {
-    // Scanned in batches copied into one reused buffer: V8 makes strings of a few hundred KB an order
-    // of magnitude slower to create than 64 KB ones, and fresh batch buffers would only feed the GC.
-    const scratch = extractScratch ??= Buffer.allocUnsafe(EXTRACT_BATCH_BYTES);
-    let filled = 0;
-    for (const buffer of this.pending) {
-      if (buffer.length > EXTRACT_BATCH_BYTES) {
-        if (filled > 0) this.extractText(scratch.toString('latin1', 0, filled));
-        filled = 0;
-        this.extractText(buffer.toString('latin1'));
-        continue;
+    // Scanned in batches that end at an event's end: V8 makes strings of a few hundred KB an order
+    // of magnitude slower to create than 64 KB ones.
+    const kept = this.kept;
+    let from = this.extractedBytes;
+    while (from < kept.length) {
+      let to = Math.min(kept.length, from + EXTRACT_BATCH_BYTES);
+      if (to < kept.length) {
+        const blank = kept.lastIndexOf('\n\n', to - 2);
+        if (blank >= from) to = blank + 2;
       }
-      if (filled + buffer.length > EXTRACT_BATCH_BYTES) {
-        this.extractText(scratch.toString('latin1', 0, filled));
-        filled = 0;
-      }
-      filled += buffer.copy(scratch, filled);
+      this.extractText(from === 0 && to === kept.length ? kept : kept.slice(from, to));
+      from = to;
     }
-    if (filled > 0) this.extractText(scratch.toString('latin1', 0, filled));
-    this.pending = [];
+    this.extractedBytes = from;
   }
 
   /**

@@ -44,7 +44,13 @@ export interface FinishOptions {
   cutEvent?: string;
 }
 
-export const DEFAULT_MAX_TEXT_BYTES = 256 * 1024;
+/**
+ * Forwarded bytes kept per stream for counting when the upstream reports no usage (or the client
+ * left first); past them the count is scaled by forwarded ÷ kept bytes. What is kept lives as long
+ * as the stream, so this bounds what an open stream holds and what the garbage collector promotes
+ * for it; past it an event costs a counter, nothing more.
+ */
+export const DEFAULT_MAX_TEXT_BYTES = 4 * 1024;
 /** A stream that starts with comments may show its id late; stop looking after this many pushes. */
 const IDENTITY_SCAN_PUSHES = 8;
 
@@ -124,8 +130,8 @@ export class OpenAIStreamTail {
   }
 
   /**
-   * Bytes to send to the client now, or null when everything was held back. The chunk is kept by
-   * reference (for local counting) and must not be modified afterwards.
+   * Bytes to send to the client now, or null when everything was held back. What is kept for
+   * local counting is a copy: the chunk is not held after the call.
    */
   push(chunk: Buffer): Buffer | null {
     if (this.done || chunk.length === 0) return null;

@@ -70,6 +70,10 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
   private bodyPromise: Promise<Buffer> | null = null;
   private writableListener: (() => void) | null = null;
   private pendingHead: { status: number; headers: Headers } | null = null;
+  /** write()'s corked step, made once per streamed answer (not once per write), and its in/out slots */
+  private corkedWrite: (() => void) | null = null;
+  private writeChunk: string | Buffer = '';
+  private writeOk = true;
   private address: string | undefined;
   /** refused for its framing: no handler runs, the refusal is on its way */
   refused = false;
@@ -193,9 +197,10 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
 
   write(chunk: string | Buffer): boolean {
     if (this.finished) return true;
-    let ok = true;
-    this.response.cork(() => { this.writeHead(); ok = this.response.write(chunk); });
-    return ok;
+    this.writeChunk = chunk;
+    this.response.cork(this.corkedWrite ??= () => { this.writeHead(); this.writeOk = this.response.write(this.writeChunk); });
+    this.writeChunk = '';
+    return this.writeOk;
   }
 
   onWritable(listener: () => void): void {

@@ -4,7 +4,6 @@
 import type { Config } from '../config';
 import { ensurePrivateDataDir } from './data-dir';
 import { LmdbStore } from './lmdb';
-import { PostgresStore } from './postgres';
 import type { Store } from './types';
 
 export type {
@@ -29,5 +28,7 @@ export async function openStore(config: Pick<Config, 'dataDir' | 'store' | 'redi
   ensurePrivateDataDir(config.dataDir, (message) => warn(message));
   if (config.store.type === 'lmdb') return LmdbStore.open(config.dataDir);
   if (!config.redis) throw new Error('a postgres store needs the redis config');
+  // required only when chosen: its drivers (pg, ioredis) cost every process of a one-box deployment ~10 MiB of RSS
+  const { PostgresStore } = require('./postgres') as typeof import('./postgres');
   return PostgresStore.open({ url: config.store.url, poolSize: config.store.poolSize, leaseTtlMs: config.store.leaseTtlMs, redis: config.redis, warn });
 }

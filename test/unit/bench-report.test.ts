@@ -80,7 +80,7 @@ test('every stream shape is checked on CPU per call at 0.80, and a failed call a
 test('memory: RSS per open stream of Tollgate\'s worker at most 32 KiB with every stream open at once; idle 1-worker low-memory deployment at most 120 MiB', () => {
   const open = (target: string, perStreamKb: number, maxOpen = 2000, failed = 0): OpenStreamsReport => ({
     target, streams: 2000, maxOpen, idleKb: 80_000, peakKb: 80_000 + perStreamKb * maxOpen, perStreamKb, completed: 2000 - failed, failed,
-    failures: failed ? { 'status 429': failed } : {},
+    failures: failed ? { 'status 429': failed } : {}, unfinished: 0,
   });
   const deployment = (workers: number, semiSpace: number, rssKb: number): DeploymentMemory => ({
     workers, workerSemiSpaceMb: semiSpace, rssKb, pssKb: rssKb / 2,
@@ -89,7 +89,7 @@ test('memory: RSS per open stream of Tollgate\'s worker at most 32 KiB with ever
   const find = (checks: ReturnType<typeof evaluateMemory>, start: string) => checks.find((check) => check.name.startsWith(start))!;
   const good = evaluateMemory([open('(b) pass-through', 10), open('(c) Tollgate worker', 30)], [deployment(1, 1, 119 * 1024), deployment(1, 16, 150 * 1024)]);
   assert.equal(find(good, 'worker RSS per open live stream').pass, true);
-  assert.match(find(good, 'worker RSS per open live stream').measured, /^30\.0 KiB .*the pass-through 10\.0 KiB$/);
+  assert.match(find(good, 'worker RSS per open live stream').measured, /^30\.0 KiB \(\(c\) Tollgate worker: .*; \(b\) pass-through 10\.0 KiB$/);
   assert.equal(find(good, 'no failed call in the memory scenario').pass, true);
   assert.equal(find(good, 'idle RSS of a 1-worker deployment').pass, true, 'the low-memory deployment is the one checked');
   const bad = evaluateMemory([open('(c) Tollgate worker', 33)], [deployment(1, 1, 121 * 1024)]);

@@ -408,3 +408,14 @@ test('a terminal event the common layout does not cover keeps its content and it
   const second = run([...openAIStream({ finish: false, usage: false, done: false }), delta({}, 'stop'), duplicateUsage, 'data: [DONE]\n\n']);
   assert.deepEqual([second.result.usage.prompt_tokens, second.result.usage.completion_tokens], [7, 1], 'the last of duplicate keys wins, as JSON.parse has it');
 });
+
+test('the forwarded chunk is not held: counting reads a copy, so the upstream\'s buffer may be reused at once', () => {
+  const tail = new OpenAIStreamTail({ model: 'client-model' });
+  const chunk = Buffer.from(delta({ content: 'hello there' }));
+  assert.equal(tail.push(chunk), chunk, 'forwarded as it came');
+  chunk.fill('x');   // what a reused read buffer would do
+  tail.push(Buffer.from('data: [DONE]\n\n'));
+  let counted = '';
+  tail.finish((text) => { counted = text; return { prompt_tokens: 1, completion_tokens: countTokens(text), total_tokens: 0 }; });
+  assert.equal(counted, 'hello there');
+});
