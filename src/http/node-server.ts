@@ -77,6 +77,8 @@ class NodeExchange extends ExchangeLifecycle implements Exchange {
     if (request.readableEnded) return;
     if (declared !== undefined && !lingerable(declared, received)) { this.closeAfterAnswer = true; return; }
     const socket = request.socket;
+    // the 413 is this connection's answer: a timeout llhttp reports while the rest is dropped gets none
+    this.server.refusedSockets.add(socket);
     let dropped = 0;
     const timer = setTimeout(() => socket.destroy(), LINGER_MS);
     timer.unref();
@@ -136,8 +138,8 @@ export class NodeServer implements HttpServer {
   private active = 0;
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
-  /** connections whose request was refused for its framing: what the parser makes of the rest gets no answer */
-  private readonly refusedSockets = new WeakSet<Socket>();
+  /** connections whose request was refused (its framing, or a body dropped after a 413): what the parser makes of the rest gets no answer */
+  readonly refusedSockets = new WeakSet<Socket>();
 
   constructor(readonly options: ServerOptions) {
     const limits = options.limits;
