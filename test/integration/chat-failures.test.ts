@@ -49,9 +49,9 @@ describe('chat failures on one channel', () => {
     }
     controller.abort();
     const upstream = setup.mock.requests.at(-1)!;
-    await eventually(() => upstream.aborted, 3000, 'the mock to see the upstream request aborted');
+    await eventually(() => upstream.aborted, 10_000, 'the mock to see the upstream request aborted');
     await eventually(async () => { await flushCharges(setup); return (await setup.gateway.gateway.context.store.usage.list(1, { keyId: probe.id }, 0, 1)).items.length === 1; },
-      3000, 'the usage record');
+      10_000, 'the usage record');
     const record = await lastRecord(setup.gateway, probe.id);
     assert.equal(record.end_reason, 'client_gone');
     assert.ok(record.completion_tokens > 0 && record.completion_tokens < MOCK_PIECES, `completion tokens ${record.completion_tokens}`);
