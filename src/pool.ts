@@ -1,6 +1,6 @@
 // The piscina pools of a process: only big or CPU-heavy work goes here (multipart parsing, large
 // translations, token counting of big prompts). Small bodies stay inline: a trip through the pool
-// costs ~73 µs CPU and 0.1–0.25 ms latency (DESIGN §6).
+// costs more CPU and latency than they would (DESIGN §6).
 //
 // Two lanes, each its own threads and queue: image-edit forms ('media') never wait behind token
 // counts and translations ('text'). Every task has a time bound (limits.pool_task_ms, from its

@@ -178,8 +178,7 @@ export async function runWorker(config: Config): Promise<void> {
   if (cluster.worker) cluster.worker.exitedAfterDisconnect = true;
   process.on('disconnect', () => { log.warn('the supervisor is gone: draining, then exiting'); void stop(0); });
   // This worker's billing batches are committed by a thread of its own at nice 10, in the order
-  // they are handed over: no hop through the supervisor (measured at saturation, alternated rounds:
-  // −3.3 µs per non-stream call, every round lower, against batches sent to the supervisor's writer).
+  // they are handed over: no hop through the supervisor.
   const store = await openStore(config, (message, error) => log.warn({ err: error }, message));
   const writer = await store.startBatchCommitter({
     onRestart: (error) => log.error({ err: error }, 'the ledger writer thread crashed; a new one took over'),

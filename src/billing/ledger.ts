@@ -8,10 +8,9 @@ import { packUsageRows, toUsageRow, type AccountRecord, type Charge, type KeyRec
 
 /**
  * Charges and usage records are committed every DEFAULT_FLUSH_MS, or at once when FLUSH_RECORDS are
- * waiting. A commit costs ~0.7 ms of CPU (fsync included) plus ~0.5 µs per record, and each batch
- * wakes the writer thread on the worker's core, so batches are made large. Measured at saturation
- * (one core, alternated rounds, batches then committed by the supervisor): 25 ms / 512 records →
- * 50 ms / 2048 took the supervisor from ~3.5 to ~2 µs per call and the worker ~1.3 µs lower. A crash loses at
+ * waiting. A commit has a fixed cost (fsync included) far above its cost per record, and each batch
+ * wakes the writer thread on the worker's core, so batches are made large (bench/README.md has the
+ * figures that set these two values). A crash loses at
  * most this window, unbilled (never double-billed).
  */
 export const DEFAULT_FLUSH_MS = 50;

@@ -73,9 +73,8 @@ const FINGERPRINT_MEMBER = Buffer.from('","system_fingerprint":"');
  * The terminal events OpenAI and most compatible servers send, matched whole: top-level members with
  * plain values, `choices` empty or one choice finishing with an empty delta, `usage` absent, null or
  * an object. A match is read without JSON.parse of the event (the objects, arrays and interned keys
- * of two parsed events per stream): push + finish of the benchmark's stream went from 6.1 to 5.35 µs
- * in isolation. Only the usage object is parsed, and only if it is one JSON value. (A hand-written
- * reader of the usage object was tried: 0.9–1.1 µs against 0.48 µs for JSON.parse + normalizeUsage.)
+ * of two parsed events per stream). Only the usage object is parsed, and only if it is one JSON
+ * value (a hand-written reader of it was slower than JSON.parse; bench/README.md).
  * Anything else (other members, content in the delta, several choices,
  * escapes) takes the general path below, which parses the event.
  */
@@ -423,7 +422,7 @@ export class OpenAIStreamTail {
   /**
    * The identity of a first event in OpenAI's own layout (`data: {"id":…,"object":…,"created":…,
    * "model":…,"system_fingerprint":…`), read by position: byte compares and single-byte searches
-   * instead of scanIdentity's three key searches (0.78 → 0.33 µs on the benchmark's stream). It
+   * instead of scanIdentity's three key searches. It
    * finds what they would find: each key is the first of its kind in the event. Any other layout
    * (spaces, another order, no fingerprint there, a quote in a value) returns false and is searched.
    */

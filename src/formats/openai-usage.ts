@@ -16,8 +16,8 @@ const FLAT_DETAILS = String.raw`\{(?:"[a-z_]{1,64}":(?:${COUNT}|null)(?:,"[a-z_]
 /**
  * A usage object as normalizeUsage would write it back: the three counts in its order, then flat
  * details objects. Read with this one pattern instead of JSON.parse (see canonicalUsage), and its
- * text is re-emitted in the tail as it came instead of JSON.stringify of the object (~0.5 µs each
- * way for this small nested object; the pattern costs ~0.14 µs). Anything else is parsed and written
+ * text is re-emitted in the tail as it came instead of JSON.stringify of the object (the pattern
+ * costs less than either way of the round trip). Anything else is parsed and written
  * from the object. (Duplicate keys in a details object would be re-emitted too; every JSON reader
  * resolves them as the billing did, the last one winning.)
  */

@@ -38,7 +38,7 @@ interface Deadline { readonly deadline: number; sweepSlot: number; expire(): voi
 
 /**
  * Body deadlines, checked by one sweep instead of a timer per request (a Node timer set and cleared
- * per request cost ~0.5 µs). The sweep runs every tenth of the shortest timeout in use (50 ms to
+ * per request costs more than the sweep). The sweep runs every tenth of the shortest timeout in use (50 ms to
  * 1 s), so a slow body is refused at most that much late; it runs only while bodies are pending.
  * Pending bodies sit in an array, each knowing its slot: adding and removing one is O(1) and
  * allocates nothing (a Set grew and shrank its table with the load; its rehashes, page faults

@@ -3,9 +3,9 @@
 // Node Readable.
 //
 // Why not undici's request(): it wraps every answer in a Readable stream and an AsyncResource, and
-// delivers each chunk through the stream's buffering and its nextTick hops. At saturation that cost
-// ~4.5 µs a call on the benchmark's pass-through (27 → 22.5 µs, bench/passthrough.ts, which now uses
-// this module too, so the baseline and Tollgate call their upstream the same way).
+// delivers each chunk through the stream's buffering and its nextTick hops (bench/README.md has the
+// cost). bench/passthrough.ts uses this module too, so the baseline and Tollgate call their upstream
+// the same way.
 //
 // The body follows the Readable rules its consumers rely on: nothing is delivered before a 'data'
 // listener is attached; 'end' comes after the last chunk; pause() holds chunks back (and pauses the

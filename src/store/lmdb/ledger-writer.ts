@@ -10,7 +10,7 @@
 // of a saturated core, twice what the commits need at full load. Only this thread is reniced: on
 // Linux a priority is per thread.
 // Why in the worker rather than the supervisor: the batch no longer crosses the cluster pipe and the
-// supervisor's event loop (−3.3 µs per call at saturation).
+// supervisor's event loop.
 import { Worker } from 'node:worker_threads';
 import type { Charge } from '../types';
 import type { UsageGroup } from '../records';

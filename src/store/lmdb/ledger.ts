@@ -112,8 +112,7 @@ export class LmdbLedger implements LedgerStore {
   /**
    * The same commit, synchronous: for a worker's ledger writer thread, which has no requests to
    * answer and writes a batch as it arrives. It blocks its own event loop for the commit and
-   * saves the hand-offs to and from lmdb's write thread (measured ~0.2 µs CPU per usage record at
-   * 40 batches/s). Throws on failure.
+   * saves the hand-offs to and from lmdb's write thread. Throws on failure.
    */
   commitSync(workerId: string, charges: Charge[], usageGroups: UsageGroup[]): void {
     this.databases.root.transactionSync(this.batchWriter(workerId, charges, usageGroups));
