@@ -86,6 +86,13 @@ export async function runSupervisor(config: Config, configPath: string | undefin
     return worker;
   };
 
+  // The node:http front listens through the cluster module. Its default on Linux, round-robin, has
+  // this process accept every connection and hand it to a worker, keeping it open until the worker
+  // acknowledges: a connection handed to a worker that was killed (kill -9, the watchdog) before
+  // its exit is noticed is never acknowledged nor closed, so its client waits forever. With
+  // SCHED_NONE each worker accepts from the shared listening socket itself: a dead or frozen
+  // worker takes nothing, and with no worker alive a connection is refused, never held.
+  cluster.schedulingPolicy = cluster.SCHED_NONE;
   cluster.setupPrimary({
     exec: require.resolve('./cli'), args: ['worker'], silent: false,
     execArgv: [...process.execArgv, ...workerV8Flags(config.workerSemiSpaceMb)],

@@ -2,6 +2,7 @@
 // `tollgate serve` with two workers and the mock upstream, streams held in flight, its processes.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
+import { get } from 'node:http';
 import { startMockUpstream, type MockUpstream } from '../../scripts/mock-upstream';
 import { LmdbStore as Store } from '../../src/store/lmdb';
 import { cliJson, startSupervisor, type SupervisedGateway } from './gateway';
@@ -35,6 +36,25 @@ export async function until(check: () => boolean | Promise<boolean>, timeoutMs: 
     if (Date.now() > deadline) assert.fail(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await sleep(50);
   }
+}
+
+/** A request not answered, refused or reset within this long is held: what a client must never see. */
+export const HELD_MS = 10_000;
+
+/** GET /healthz on a connection of its own: the pid that answered, 'refused' (refused or reset), or 'held'. */
+export function probe(url: string): Promise<number | 'refused' | 'held'> {
+  return new Promise((resolve) => {
+    const request = get(`${url}/healthz`, { agent: false }, (response) => {
+      const parts: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => parts.push(chunk));
+      response.on('end', () => {
+        try { resolve((JSON.parse(Buffer.concat(parts).toString('utf8')) as { pid: number }).pid); } catch { resolve('refused'); }
+      });
+      response.on('error', () => resolve('refused'));
+    });
+    request.setTimeout(HELD_MS, () => { request.destroy(); resolve('held'); });
+    request.on('error', () => resolve('refused'));
+  });
 }
 
 export interface StreamCall { status: number; text: string; started: Promise<void>; done: Promise<void> }

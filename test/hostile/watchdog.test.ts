@@ -4,16 +4,17 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import type { MockUpstream } from '../../scripts/mock-upstream';
-import { alive, childPids, completed, serve, startCrashMock, streamCall, until } from '../helpers/crash';
+import { alive, childPids, completed, HELD_MS, probe, serve, startCrashMock, streamCall, until } from '../helpers/crash';
+import { FRONTS } from '../helpers/gateway';
 import { assertMoneyInvariants } from '../helpers/money';
 
-describe('watchdog: a frozen worker is replaced', () => {
+for (const front of FRONTS) describe(`watchdog: a frozen worker is replaced (${front} front)`, () => {
   let mock: MockUpstream;
   before(async () => { mock = await startCrashMock(); });
   after(async () => { await mock?.close(); });
 
-  test('watchdog: a worker frozen with SIGSTOP is logged, killed and replaced, its leases handed back first', async () => {
-    const { gateway, key, store, before: snapshot } = await serve(mock, 'uws', { watchdog_ms: 3000 });
+  test(`watchdog (${front} front): a worker frozen with SIGSTOP is logged, killed and replaced, its leases handed back first`, async () => {
+    const { gateway, key, store, before: snapshot } = await serve(mock, front, { watchdog_ms: 3000 });
     try {
       // calls on fresh connections reach both workers: each takes a lease on the key
       await until(async () => {
@@ -24,8 +25,13 @@ describe('watchdog: a frozen worker is replaced', () => {
       const [frozen] = childPids(gateway.child.pid!);
       process.kill(frozen, 'SIGSTOP');
       const stoppedAt = Date.now();
+      // requests on new connections while the worker is frozen: the other worker answers them (none
+      // may wait on the frozen one, nor stay open after it is killed)
+      const duringFreeze = Promise.all(Array.from({ length: 6 }, () => probe(gateway.url)));
       await until(() => !alive(frozen), 20_000, 'the watchdog to kill the frozen worker');
       assert.ok(Date.now() - stoppedAt >= 2500, 'not before the bound');
+      const outcomes = await duringFreeze;
+      assert.equal(outcomes.filter((outcome) => outcome === 'held').length, 0, `requests made during the freeze held ${HELD_MS} ms: ${outcomes.join(', ')}`);
       const line = gateway.output().split('\n').find((text) => text.includes('worker event loop unresponsive'));
       assert.ok(line, gateway.output().slice(-2000));
       const logged = JSON.parse(line) as { pid: number; worker: string; watchdog_ms: number };

@@ -64,7 +64,7 @@ describe('runtime: supervisor, workers, store and CLI', () => {
   });
 
   test('first start bootstraps admin once: <dataDir>/admin-token (0600) and secret.key (0600)', async () => {
-    gateway = await startSupervisor({ workers: 2, dataDir, env: { TOLLGATE_FRONT: 'uws' } });
+    gateway = await startSupervisor({ workers: 2, dataDir });
     const file = join(dataDir, 'admin-token');
     assert.equal(statSync(file).mode & 0o777, 0o600);
     assert.equal(statSync(join(dataDir, 'secret.key')).mode & 0o777, 0o600);
@@ -204,7 +204,7 @@ describe('runtime: supervisor, workers, store and CLI', () => {
     const someKey = (await call(gateway.url, 'GET', '/api/token/?p=0', { token: firstAdminToken })).json.data.items[0];
     const revealed = (await call(gateway.url, 'POST', `/api/token/${someKey.id}/key`, { token: firstAdminToken })).json.data.key;
     assert.equal(await gateway.stop('SIGTERM'), 0);
-    gateway = await startSupervisor({ workers: 1, dataDir, env: { TOLLGATE_FRONT: 'uws' } });
+    gateway = await startSupervisor({ workers: 1, dataDir });
     assert.equal(gateway.adminToken(), firstAdminToken);
     assert.equal(statSync(join(dataDir, 'admin-token')).mtimeMs, firstAdminTokenMtime);
     assert.doesNotMatch(gateway.output(), new RegExp(firstAdminToken), 'the token is not logged again');
