@@ -65,11 +65,21 @@ async function until(ready: () => Promise<boolean>, what: string, output: () => 
   }
 }
 
+/** A server that can be stopped and started again on the same port and data (outage tests). */
+export interface RestartableEngine extends Engine {
+  /** the spawned process (runuser, when root, for PostgreSQL: the server is its child) */
+  pid: () => number | undefined;
+  /** stops the server, keeping its data and port */
+  halt(): Promise<void>;
+  /** starts it again after halt(); resolves once it takes connections */
+  resume(): Promise<void>;
+}
+
 /**
  * A PostgreSQL server on 127.0.0.1; `url` names its `postgres` database. For tests fsync and
  * synchronous commit are off; `durable` (the benchmark) keeps PostgreSQL's defaults.
  */
-export async function startPostgres(options: { durable?: boolean } = {}): Promise<Engine & { pid: () => number | undefined }> {
+export async function startPostgres(options: { durable?: boolean } = {}): Promise<RestartableEngine> {
   const bin = pgBinDir();
   if (!bin) throw new Error(enginesMissing());
   const dir = serverDir('tollgate-pg-');
@@ -82,33 +92,41 @@ export async function startPostgres(options: { durable?: boolean } = {}): Promis
   const [command, args] = asServerUser(join(bin, 'postgres'), [
     '-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', ...fast, '-c', 'max_connections=200', '-c', 'shared_buffers=64MB',
   ]);
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  killOnExit(child);
-  let output = '';
-  child.stdout!.on('data', (chunk) => { output += chunk; });
-  child.stderr!.on('data', (chunk) => { output += chunk; });
   const url = `postgres://tollgate@127.0.0.1:${port}/postgres`;
-  await until(async () => {
-    if (child.exitCode !== null) throw new Error(`postgres exited: ${output}`);
-    const client = new Client({ connectionString: url });
-    try { await client.connect(); await client.end(); return true; } catch { await client.end().catch(() => undefined); return false; }
-  }, 'postgres', () => output);
+  let child: ChildProcess;
+  const launch = async () => {
+    child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    killOnExit(child);
+    let output = '';
+    child.stdout!.on('data', (chunk) => { output += chunk; });
+    child.stderr!.on('data', (chunk) => { output += chunk; });
+    await until(async () => {
+      if (child.exitCode !== null) throw new Error(`postgres exited: ${output}`);
+      const client = new Client({ connectionString: url });
+      try { await client.connect(); await client.end(); return true; } catch { await client.end().catch(() => undefined); return false; }
+    }, 'postgres', () => output);
+  };
+  const halt = async () => {
+    // fast shutdown, signalled to the postmaster itself (runuser, when root, does not pass SIGINT on)
+    let postmaster = 0;
+    try { postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]); } catch { /* never started */ }
+    if (postmaster > 0) {
+      const exited = new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) resolve(); else child.once('exit', () => resolve());
+      });
+      try { process.kill(postmaster, 'SIGINT'); } catch { /* already gone */ }
+      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+    }
+    await stopChild(child, 'SIGINT');
+  };
+  await launch();
   return {
     url,
-    /** the spawned process (runuser when root: the server is its child) */
     pid: () => child.pid,
+    halt,
+    resume: launch,
     async stop() {
-      // fast shutdown, signalled to the postmaster itself (runuser, when root, does not pass SIGINT on)
-      let postmaster = 0;
-      try { postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]); } catch { /* never started */ }
-      if (postmaster > 0) {
-        const exited = new Promise<void>((resolve) => {
-          if (child.exitCode !== null || child.signalCode !== null) resolve(); else child.once('exit', () => resolve());
-        });
-        try { process.kill(postmaster, 'SIGINT'); } catch { /* already gone */ }
-        await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
-      }
-      await stopChild(child, 'SIGINT');
+      await halt();
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -163,23 +181,29 @@ export async function freshDatabase(engine: Engine): Promise<string> {
 }
 
 /** A Redis server on 127.0.0.1 with no persistence. */
-export async function startRedis(): Promise<Engine & { pid: () => number | undefined }> {
+export async function startRedis(): Promise<RestartableEngine> {
   const binary = redisBinary();
   if (!binary) throw new Error(enginesMissing());
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-redis-'));
   const port = await freePort();
-  const child = spawn(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
-  killOnExit(child);
-  let output = '';
-  child.stdout!.on('data', (chunk) => { output += chunk; });
-  child.stderr!.on('data', (chunk) => { output += chunk; });
-  await until(async () => {
-    if (child.exitCode !== null) throw new Error(`redis-server exited: ${output}`);
-    return output.includes('Ready to accept connections');
-  }, 'redis-server', () => output);
+  let child: ChildProcess;
+  const launch = async () => {
+    child = spawn(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    killOnExit(child);
+    let output = '';
+    child.stdout!.on('data', (chunk) => { output += chunk; });
+    child.stderr!.on('data', (chunk) => { output += chunk; });
+    await until(async () => {
+      if (child.exitCode !== null) throw new Error(`redis-server exited: ${output}`);
+      return output.includes('Ready to accept connections');
+    }, 'redis-server', () => output);
+  };
+  await launch();
   return {
     url: `redis://127.0.0.1:${port}`,
     pid: () => child.pid,
+    halt: () => stopChild(child, 'SIGTERM'),
+    resume: launch,
     async stop() {
       await stopChild(child, 'SIGTERM');
       rmSync(dir, { recursive: true, force: true });

@@ -4,6 +4,7 @@
 // writes the text. One scrape shows the whole deployment.
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import type { MetricObjectWithValues, MetricValue as PromValue } from 'prom-client';
+import type { CounterStore } from '../store/types';
 import type { MetricJson as Metric, MetricValue, MetricsRecorder } from './recorder';
 
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -13,8 +14,19 @@ const PER_WORKER = new Set(['tollgate_worker_resident_memory_bytes', 'tollgate_e
 
 let loopDelay: IntervalHistogram | undefined;
 
-/** A worker's snapshot: its recorder plus its process figures. */
-export function workerSnapshot(recorder: MetricsRecorder): Metric[] {
+/** Limit checks that failed open (a counter store that could not be reached), by limit; none for LMDB. */
+function failedOpenMetrics(counters: CounterStore | undefined): Metric[] {
+  const counts = counters?.failedOpenChecks?.();
+  if (counts === undefined) return [];
+  return [{
+    name: 'tollgate_limit_checks_failed_open_total', type: 'counter', aggregator: 'sum',
+    help: 'Rate, concurrency and reveal limit checks that let the call through because Redis could not be reached, by limit',
+    values: Object.entries(counts).map(([limit, value]) => ({ labels: { limit }, value })),
+  }];
+}
+
+/** A worker's snapshot: its recorder, its store's fail-open counts, and its process figures. */
+export function workerSnapshot(recorder: MetricsRecorder, counters?: CounterStore): Metric[] {
   if (loopDelay === undefined) { loopDelay = monitorEventLoopDelay({ resolution: 20 }); loopDelay.enable(); }
   const memory = process.memoryUsage();
   const lag = loopDelay.count > 0 ? loopDelay : undefined;
@@ -26,6 +38,7 @@ export function workerSnapshot(recorder: MetricsRecorder): Metric[] {
   loopDelay.reset();
   return [
     ...recorder.snapshot(),
+    ...failedOpenMetrics(counters),
     { name: 'tollgate_worker_resident_memory_bytes', help: 'Resident set size of each worker process', type: 'gauge', values: [{ labels: {}, value: memory.rss }], aggregator: 'sum' },
     { name: 'tollgate_worker_heap_used_bytes', help: 'V8 heap in use in each worker process', type: 'gauge', values: [{ labels: {}, value: memory.heapUsed }], aggregator: 'sum' },
     { name: 'tollgate_event_loop_lag_seconds', help: 'Event-loop delay of each worker since the previous scrape (p50, p99, max)', type: 'gauge', values: lagValues, aggregator: 'sum' },

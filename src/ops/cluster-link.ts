@@ -71,7 +71,7 @@ export function linkedOperations(context: () => GatewayContext, log: Logger): Op
         return;
       }
       case 'ops-report':
-        send({ type: 'ops-reply', id: message.id, data: message.what === 'metrics' ? workerSnapshot(metrics) : context().channels.health.report() });
+        send({ type: 'ops-reply', id: message.id, data: message.what === 'metrics' ? workerSnapshot(metrics, context().store.counters) : context().channels.health.report() });
         return;
       case 'ops-apply': {
         let error: string | undefined;

@@ -48,7 +48,7 @@ export function localOperations(context: () => GatewayContext, log: Logger, conf
   return {
     metrics,
     healthEvents,
-    scrape: () => exposition([workerSnapshot(metrics), supervisorSnapshot(0, 1)]),
+    scrape: () => exposition([workerSnapshot(metrics, context().store.counters), supervisorSnapshot(0, 1)]),
     channels: async () => mergeChannelReports([context().channels.health.report()]),
     resetChannel: async (name) => context().channels.health.reset(name),
     async reload(actor) {

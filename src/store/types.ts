@@ -155,6 +155,11 @@ export interface CounterStore {
   dropWorkerSlots(workerId: string): Awaitable<void>;
   /** Forgets every concurrency slot of this gateway's own workers (supervisor start: none is in flight). */
   clearSlots(): Awaitable<void>;
+  /**
+   * A networked counter store (Redis) fails open when it cannot be reached: the checks that went
+   * ahead unlimited so far, by limit (`rate_concurrency`, `reveal`), for the metrics. LMDB never does.
+   */
+  failedOpenChecks?(): Readonly<Record<string, number>>;
 }
 
 export interface LeaseAsk {

@@ -8,6 +8,9 @@
 // expiry any surviving node's reaper gives the rows back to their keys and accounts. An owner whose
 // heartbeats have not reached the database for a whole TTL (partitioned, stalled) stops drawing on
 // what it holds before anyone may reap it (heldUntil), and carries on under a new owner name.
+// A grant whose answer never arrived (the connection dropped after the commit) would otherwise
+// sit in the owner's rows, renewed by its heartbeats for the worker's whole life: each grant has
+// an id, and the worker undoes such a grant by its id as soon as the database answers again.
 import { DatabaseError, type Pool } from 'pg';
 import { toUsageRow, type UsageGroup, type UsageRecord } from '../records';
 import type { Charge, LeaseAsk, LeaseGrant, LeaseShortfall, LedgerStore } from '../types';
@@ -57,13 +60,19 @@ export class PostgresLedger implements LedgerStore {
   }
 
   private beats = 0;
+  private grants = 0;
+  /** ids of grants whose answer was lost: undone once the database answers */
+  private readonly doubtful = new Set<string>();
+  private undoing: Promise<void> | null = null;
 
   /** Renews this process's leases; every other beat also reaps leases of any node past their expiry. */
   private beat(): void {
     this.beats += 1;
+    if (this.doubtful.size > 0) void this.undoDoubtful();
     if (this.beats % 2 === 0) this.reap().catch((error: Error) => this.onTrouble(error, 'reaping expired quota leases'));
     if (this.beats % PRUNE_EVERY_BEATS === 0) {
       this.pool.query(`DELETE FROM committed_batches WHERE committed_at < now() - interval '1 day'`).catch((error: Error) => this.onTrouble(error, 'pruning batch ids'));
+      this.pool.query(`DELETE FROM lease_grants WHERE granted_at < now() - interval '1 day'`).catch((error: Error) => this.onTrouble(error, 'pruning grant ids'));
     }
     const owners = [...this.owners.values()].filter((owner) => owner.renewedAt !== null);
     if (owners.length === 0) return;
@@ -90,10 +99,17 @@ export class PostgresLedger implements LedgerStore {
     const owner = this.owner(workerId);
     const name = owner.name;
     const sentAt = Date.now();
+    const grant = `${this.node}/${workerId}/${this.startedAt}/g${++this.grants}`;
     const { rows } = await this.pool.query<{ result: LeaseGrant | LeaseShortfall }>(
-      'SELECT tollgate_acquire($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) AS result',
-      [name, this.node, this.ttlMs, keyId, keyAsk.need, keyAsk.extra, keyAsk.share, accountId, accountAsk.need, accountAsk.extra, accountAsk.share])
-      .catch((error: Error) => { throw error instanceof DatabaseError ? error : storeUnavailable(error); });
+      'SELECT tollgate_acquire_once($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) AS result',
+      [grant, name, this.node, this.ttlMs, keyId, keyAsk.need, keyAsk.extra, keyAsk.share, accountId, accountAsk.need, accountAsk.extra, accountAsk.share])
+      .catch((error: Error) => {
+        // an answer from the database means the transaction was rolled back; without one it may have committed
+        if (error instanceof DatabaseError) throw error;
+        this.doubtful.add(grant);
+        void this.undoDoubtful();
+        throw storeUnavailable(error);
+      });
     const result = rows[0].result;
     if ('shortfall' in result) return result;
     if (owner.name !== name) {
@@ -102,6 +118,26 @@ export class PostgresLedger implements LedgerStore {
     }
     owner.renewedAt = Math.max(owner.renewedAt ?? 0, sentAt);
     return result;
+  }
+
+  /**
+   * Undoes the grants whose answer was lost, one call each (applied once, whatever the order in
+   * which the grant and its undo reach the database); those the database cannot take yet are
+   * tried again at the next heartbeat.
+   */
+  private undoDoubtful(): Promise<void> {
+    this.undoing ??= (async () => {
+      for (const grant of [...this.doubtful]) {
+        try {
+          await this.pool.query('SELECT tollgate_undo_grant($1)', [grant]);
+          this.doubtful.delete(grant);
+        } catch (error) {
+          this.onTrouble(error as Error, 'giving back a lease grant whose answer was lost (tried again with the next heartbeat)');
+          return;
+        }
+      }
+    })().finally(() => { this.undoing = null; });
+    return this.undoing;
   }
 
   /**

@@ -402,10 +402,85 @@ BEGIN RAISE EXCEPTION 'the audit log is append-only'; END $$;
 CREATE TRIGGER audit_log_append_only BEFORE UPDATE OR DELETE ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();
 `;
 
+/**
+ * v4: a lease grant whose answer was lost. Each acquisition carries an id, recorded with what it
+ * granted; a worker that did not get the answer (the connection dropped after the commit) undoes
+ * it by that id once the database answers again, so the slice it never learnt of is not held for
+ * the worker's whole life under heartbeats it keeps sending. An undo that arrives first leaves a
+ * tombstone, and an acquisition that finds one is rolled back. Ids are kept a day.
+ */
+const V4_GRANT_IDS = `
+CREATE TABLE lease_grants (
+  id text PRIMARY KEY,
+  owner text NOT NULL,
+  key_id bigint,
+  key_epoch integer,
+  key_amount bigint NOT NULL DEFAULT 0,
+  account_id bigint,
+  account_epoch integer,
+  account_amount bigint NOT NULL DEFAULT 0,
+  undone boolean NOT NULL DEFAULT false,
+  granted_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX lease_grants_age ON lease_grants (granted_at);
+
+-- tollgate_acquire under a grant id: what it granted is recorded under that id (in the same
+-- transaction), unless the id was undone already, in which case nothing is granted at all.
+CREATE FUNCTION tollgate_acquire_once(p_grant text, p_owner text, p_node text, p_ttl_ms integer,
+  p_key bigint, p_key_need bigint, p_key_extra bigint, p_key_share double precision,
+  p_account bigint, p_account_need bigint, p_account_extra bigint, p_account_share double precision) RETURNS json
+LANGUAGE plpgsql AS $$
+DECLARE
+  result json;
+BEGIN
+  result := tollgate_acquire(p_owner, p_node, p_ttl_ms, p_key, p_key_need, p_key_extra, p_key_share, p_account, p_account_need, p_account_extra, p_account_share);
+  IF result->>'shortfall' IS NOT NULL THEN RETURN result; END IF;
+  INSERT INTO lease_grants (id, owner, key_id, key_epoch, key_amount, account_id, account_epoch, account_amount)
+  VALUES (p_grant, p_owner, p_key, (result->'key'->>'epoch')::integer, COALESCE((result->'key'->>'amount')::bigint, 0),
+    p_account, (result->'account'->>'epoch')::integer, (result->'account'->>'amount')::bigint)
+  ON CONFLICT (id) DO NOTHING;
+  IF NOT FOUND THEN RAISE EXCEPTION 'lease grant % was undone before it arrived', p_grant; END IF;
+  RETURN result;
+END $$;
+
+-- Gives back what grant p_grant took (its answer never reached the worker), once; a grant of an
+-- older epoch of its holder is not touched (the new epoch dropped those leases). True when
+-- something was given back.
+CREATE FUNCTION tollgate_undo_grant(p_grant text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  grant_row lease_grants%ROWTYPE;
+  holder_epoch integer;
+  returned bigint;
+BEGIN
+  INSERT INTO lease_grants (id, owner, undone) VALUES (p_grant, '', true) ON CONFLICT (id) DO NOTHING;
+  IF FOUND THEN RETURN false; END IF;   -- never granted, and now it never will be
+  SELECT * INTO grant_row FROM lease_grants WHERE id = p_grant FOR UPDATE;
+  IF grant_row.undone THEN RETURN false; END IF;
+  IF grant_row.key_id IS NOT NULL AND grant_row.key_amount > 0 THEN
+    SELECT epoch INTO holder_epoch FROM keys WHERE id = grant_row.key_id FOR UPDATE;
+    IF FOUND AND holder_epoch = grant_row.key_epoch THEN
+      returned := tollgate_release('k', grant_row.key_id, grant_row.owner, grant_row.key_amount);
+      UPDATE keys SET leased = GREATEST(0, leased - returned) WHERE id = grant_row.key_id;
+    END IF;
+  END IF;
+  IF grant_row.account_amount > 0 THEN
+    SELECT epoch INTO holder_epoch FROM accounts WHERE id = grant_row.account_id FOR UPDATE;
+    IF FOUND AND holder_epoch = grant_row.account_epoch THEN
+      returned := tollgate_release('a', grant_row.account_id, grant_row.owner, grant_row.account_amount);
+      UPDATE accounts SET leased = GREATEST(0, leased - returned) WHERE id = grant_row.account_id;
+    END IF;
+  END IF;
+  UPDATE lease_grants SET undone = true WHERE id = p_grant;
+  RETURN true;
+END $$;
+`;
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'accounts, access tokens, keys, leases, usage records, video tasks', sql: V1_TABLES + V1_NOTIFY + V1_LEASES },
   { version: 2, name: 'idempotent batch commits', sql: V2_BATCH_IDS },
   { version: 3, name: 'admin tokens, audit log', sql: V3_OPERATIONS },
+  { version: 4, name: 'lease grant ids (a grant whose answer was lost is undone)', sql: V4_GRANT_IDS },
 ];
 
 /** Applies the migrations this database lacks, under an advisory lock; returns the versions applied. */

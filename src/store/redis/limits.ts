@@ -99,6 +99,8 @@ export class RedisCounters implements CounterStore {
   private lastWarning = 0;
   /** checks that went ahead without Redis (Redis down or slow) */
   failedOpen = 0;
+  /** the same, by limit: the series tollgate_limit_checks_failed_open_total */
+  private readonly failedOpenBy: Record<string, number> = { rate_concurrency: 0, reveal: 0 };
 
   constructor(private readonly options: RedisLimitsOptions) {
     const redis = new Redis(options.url, {
@@ -130,8 +132,13 @@ export class RedisCounters implements CounterStore {
     return this.options.prefix + name;
   }
 
-  private failOpen(what: string, error: Error): void {
+  failedOpenChecks(): Readonly<Record<string, number>> {
+    return this.failedOpenBy;
+  }
+
+  private failOpen(limit: string, what: string, error: Error): void {
     this.failedOpen += 1;
+    this.failedOpenBy[limit] = (this.failedOpenBy[limit] ?? 0) + 1;
     const now = Date.now();
     if (now - this.lastWarning < WARN_EVERY_MS) return;
     this.lastWarning = now;
@@ -156,7 +163,7 @@ export class RedisCounters implements CounterStore {
       if (reply[1] === 1) return { allowed: false, limit: 'rate', retryAfterSeconds: Math.max(1, Math.ceil(reply[2] / 1000)) };
       return { allowed: false, limit: 'concurrency' };
     }, (error: Error): LimitVerdict => {
-      this.failOpen('rate and concurrency limits', error);
+      this.failOpen('rate_concurrency', 'rate and concurrency limits', error);
       return { allowed: true, holdsSlot: false };
     });
   }
@@ -165,7 +172,8 @@ export class RedisCounters implements CounterStore {
     return this.redis.tollgateHit(this.key(bucket), limit, windowSeconds * 1000).then((reply): WindowHit => ({
       allowed: reply[0] === 1, count: reply[1], retryAfterSeconds: reply[0] === 1 ? 0 : Math.max(1, Math.ceil(reply[2] / 1000)),
     }), (error: Error): WindowHit => {
-      this.failOpen(`the ${bucket.split(':')[0]} limit`, error);
+      const limit = bucket.split(':')[0];
+      this.failOpen(limit, `the ${limit} limit`, error);
       return { allowed: true, count: 0, retryAfterSeconds: 0 };
     });
   }
