@@ -14,6 +14,7 @@
 import { DatabaseError, type Pool } from 'pg';
 import { toUsageRow, type UsageGroup, type UsageRecord } from '../records';
 import type { Charge, LeaseAsk, LeaseGrant, LeaseShortfall, LedgerStore } from '../types';
+import { GatewayError } from '../../errors';
 import { storeUnavailable } from '../unavailable';
 
 /** Batch ids older than a day are pruned every this many beats. */
@@ -108,7 +109,7 @@ export class PostgresLedger implements LedgerStore {
         if (error instanceof DatabaseError) throw error;
         this.doubtful.add(grant);
         void this.undoDoubtful();
-        throw storeUnavailable(error);
+        throw error instanceof GatewayError ? error : storeUnavailable(error);
       });
     const result = rows[0].result;
     if ('shortfall' in result) return result;
