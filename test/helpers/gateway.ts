@@ -21,14 +21,24 @@ export type Front = typeof FRONTS[number];
 export const BACKENDS = ['lmdb', 'postgres'] as const;
 export type Backend = typeof BACKENDS[number];
 
+export interface Setup { front: Front; backend: Backend; label: string; skip: string | undefined }
+
+/** PostgreSQL + Redis on every front: a networked store's waits and failures meet each front's own code. */
+const POSTGRES_SETUPS: readonly Setup[] = FRONTS.map((front) => ({ front, backend: 'postgres' as const, label: `${front} front, postgres store`, skip: enginesMissing() }));
+
 /**
- * What a store-backed suite runs on: both fronts on LMDB, and the uWS front on PostgreSQL + Redis
- * (the fronts do not touch the store; the backend is what the second run is for). `skip` says why a
- * setup cannot run here (the PostgreSQL or Redis binaries are missing), for `describe`'s options.
+ * What a store-backed suite runs on: every front on LMDB and on PostgreSQL + Redis. `skip` says why
+ * a setup cannot run here (the PostgreSQL or Redis binaries are missing), for `describe`'s options.
  */
-export const SETUPS: readonly { front: Front; backend: Backend; label: string; skip: string | undefined }[] = [
+export const SETUPS: readonly Setup[] = [
   ...FRONTS.map((front) => ({ front, backend: 'lmdb' as const, label: `${front} front`, skip: undefined })),
-  { front: 'uws', backend: 'postgres', label: 'uws front, postgres store', skip: enginesMissing() },
+  ...POSTGRES_SETUPS,
+];
+
+/** The same for suites about the store rather than the front: LMDB on the first front, PostgreSQL + Redis on every front. */
+export const STORE_SETUPS: readonly Setup[] = [
+  { front: FRONTS[0], backend: 'lmdb', label: 'lmdb store', skip: undefined },
+  ...POSTGRES_SETUPS,
 ];
 
 /**

@@ -4,8 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import OpenAI from 'openai';
-import { BACKENDS, call, stopClusterEngines } from '../helpers/gateway';
-import { enginesMissing } from '../helpers/engines';
+import { call, STORE_SETUPS, stopClusterEngines } from '../helpers/gateway';
 import { assertMoneyInvariants, moneySnapshot, type MoneySnapshot } from '../helpers/money';
 import {
   client, createKey, expectApiError, expectedPerCallQuota, expectedUsageQuota, flushCharges, keyObject, MOCK_PIECES,
@@ -18,7 +17,7 @@ const TEXT = 'Please summarise the quarterly numbers for me.';
 
 after(stopClusterEngines);
 
-for (const backend of BACKENDS) describe(`billing of chat completions (${backend} store)`, { skip: backend === 'postgres' ? enginesMissing() : undefined }, () => {
+for (const { front, backend, label, skip } of STORE_SETUPS) describe(`billing of chat completions (${label})`, { skip }, () => {
   let setup: ChatSetup;
   let money: MoneySnapshot;
   const store = () => setup.gateway.gateway.context.store;
@@ -27,7 +26,7 @@ for (const backend of BACKENDS) describe(`billing of chat completions (${backend
   const accountUsed = async () => (await store().accounts.get(1))!.used_quota;
 
   before(async () => {
-    setup = await startChatSetup({ backend });
+    setup = await startChatSetup({ front, backend });
     await store().accounts.topUp(1, 100_000_000);
   });
   after(async () => { await setup?.close(); });

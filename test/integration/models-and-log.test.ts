@@ -3,8 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
-import { addAccount, BACKENDS, call, FRONTS, stopClusterEngines } from '../helpers/gateway';
-import { enginesMissing } from '../helpers/engines';
+import { addAccount, call, FRONTS, STORE_SETUPS, stopClusterEngines } from '../helpers/gateway';
 import { client, createKey, expectApiError, flushCharges, postChat, startChatSetup, type ChatSetup } from './chat-harness';
 
 const PERMISSION_FIELDS = ['allow_create_engine', 'allow_fine_tuning', 'allow_logprobs', 'allow_sampling', 'allow_search_indices',
@@ -85,14 +84,14 @@ for (const front of FRONTS) {
 
 after(stopClusterEngines);
 
-for (const backend of BACKENDS) describe(`GET /api/log/ (${backend} store)`, { skip: backend === 'postgres' ? enginesMissing() : undefined }, () => {
+for (const { front, backend, label, skip } of STORE_SETUPS) describe(`GET /api/log/ (${label})`, { skip }, () => {
   let setup: ChatSetup;
   let first: { id: number; key: string };
   let second: { id: number; key: string };
   const log = (query: string, token = setup.gateway.adminToken) => call(setup.url, 'GET', `/api/log/${query}`, { token });
 
   before(async () => {
-    setup = await startChatSetup({ backend });
+    setup = await startChatSetup({ front, backend });
     await setup.gateway.gateway.context.store.accounts.topUp(1, 50_000_000);
     first = await createKey(setup.url, setup.gateway.adminToken, { name: 'first' });
     second = await createKey(setup.url, setup.gateway.adminToken, { name: 'second' });

@@ -9,8 +9,7 @@ import { createLogger } from '../../src/log';
 import { pollVideoTasksOnce } from '../../src/relay/video-poller';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { addAccount, BACKENDS, call, cliJson, startSupervisor, startTestGateway, stopClusterEngines, tempDir, waitFor, type TestGateway } from '../helpers/gateway';
-import { enginesMissing } from '../helpers/engines';
+import { addAccount, call, cliJson, startSupervisor, startTestGateway, STORE_SETUPS, stopClusterEngines, tempDir, waitFor, type TestGateway } from '../helpers/gateway';
 import { assertMoneyInvariants, moneySnapshot, type MoneySnapshot } from '../helpers/money';
 
 const PUBLIC_URL = 'https://gateway.example.test';
@@ -60,7 +59,7 @@ function assertVideoError(answer: VideoAnswer, status: number, code: string, fie
 
 after(stopClusterEngines);
 
-for (const backend of BACKENDS) describe(`legacy video task API (${backend} store)`, { skip: backend === 'postgres' ? enginesMissing() : undefined }, () => {
+for (const { front, backend, label, skip } of STORE_SETUPS) describe(`legacy video task API (${label})`, { skip }, () => {
   let mock: MockUpstream;
   let moneyBefore: MoneySnapshot;
   let gateway: TestGateway;
@@ -89,7 +88,7 @@ for (const backend of BACKENDS) describe(`legacy video task API (${backend} stor
 
   before(async () => {
     mock = await startMockUpstream({ apiKeys: ['video-key'] });
-    gateway = await startTestGateway({ backend, raw: testConfig(mock.url) });
+    gateway = await startTestGateway({ front, backend, raw: testConfig(mock.url) });
     await context().store.accounts.topUp(1, ACCOUNT_TOPUP);
     key = await createKey(gateway, gateway.adminToken, 'video', 10_000_000);
   });
@@ -288,7 +287,7 @@ for (const backend of BACKENDS) describe(`legacy video task API (${backend} stor
   });
 
   test('config video.enabled=false turns the routes off with a clear message', async () => {
-    const off = await startTestGateway({ backend, raw: testConfig(mock.url, { enabled: false }) });
+    const off = await startTestGateway({ front, backend, raw: testConfig(mock.url, { enabled: false }) });
     try {
       const submitted = await request('POST', '/veo/v1/api/video/submit', { base: off.url, body: { prompt: 'x' } });
       assertVideoError(submitted, 410, 'VIDEO_API_DISABLED');
@@ -300,7 +299,7 @@ for (const backend of BACKENDS) describe(`legacy video task API (${backend} stor
   });
 
   test('the vendor word comes from config', async () => {
-    const custom = await startTestGateway({ backend, raw: testConfig(mock.url, { vendor: 'acme' }) });
+    const custom = await startTestGateway({ front, backend, raw: testConfig(mock.url, { vendor: 'acme' }) });
     try {
       const answer = await request('POST', '/acme/v1/api/video/submit', { base: custom.url, body: { prompt: 'x', model: 'veo3' } });
       assertVideoError(answer, 401, 'UNAUTHORIZED');
