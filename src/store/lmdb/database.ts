@@ -28,13 +28,24 @@ export interface Databases {
   ephemeral: Database<unknown, string>;
 }
 
+/**
+ * Where msgpackr's shared record structures live in each sub-database. No new structure is ever
+ * stored (shouldShareStructure below): saving one runs a nested write from inside the encoder, and
+ * with several processes writing at once that path lost commits and handed out duplicate ids in
+ * lmdb 3.5 (bench/README.md, "Shared structures"). Records are written self-describing instead; the
+ * key stays so that structures an older data dir already holds still decode its records.
+ */
 const STRUCTURES = Symbol.for('tollgate.structures');
+/** Options lmdb hands to msgpackr (its typings do not list shouldShareStructure). */
+const RECORD_ENCODING: Record<string, unknown> = {
+  encoding: 'msgpack', sharedStructuresKey: STRUCTURES, shouldShareStructure: (): boolean => false,
+};
 
 export function openDatabases(dataDir: string): Databases {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const root = open({ path: join(dataDir, 'tollgate.lmdb'), maxDbs: 16, compression: false, mapSize: 2 * 1024 ** 3 });
   const sub = <V, K extends import('lmdb').Key>(name: string, options: Record<string, unknown> = {}) =>
-    root.openDB<V, K>({ name, encoding: 'msgpack', sharedStructuresKey: STRUCTURES, ...options });
+    root.openDB<V, K>({ name, ...RECORD_ENCODING, ...options });
   const ephemeralRoot = open({ path: join(dataDir, 'ephemeral.lmdb'), noSync: true, maxDbs: 2, compression: false });
   for (const file of ['tollgate.lmdb', 'tollgate.lmdb-lock', 'ephemeral.lmdb', 'ephemeral.lmdb-lock']) makePrivate(join(dataDir, file));
   const databases: Databases = {
