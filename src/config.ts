@@ -5,22 +5,13 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { parseStoreConfig, REDIS_FIELDS, STORE_FIELDS, type RedisConfig, type StoreConfig } from './config-store';
 import { parseOperations, type OperationsConfig } from './config-ops';
+import { parseLimits, type Limits } from './config-limits';
+export * from './config-limits';
 export { redacted } from './config-view';
 
 export const DEFAULT_PORT = 3000;
 export const DEFAULT_HOST = '0.0.0.0';
 export const DEFAULT_DATA_DIR = './data';
-export const DEFAULT_API_BODY_LIMIT = 1024 * 1024;             // /api/* bodies
-export const DEFAULT_MODEL_BODY_LIMIT = 32 * 1024 * 1024;      // /v1/* JSON bodies (images in data URIs)
-export const DEFAULT_MULTIPART_LIMIT = 64 * 1024 * 1024;       // /v1/images/edits
-export const DEFAULT_IDLE_TIMEOUT_SECONDS = 30;
-export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
-export const DEFAULT_WATCHDOG_MS = 10_000;
-export const DEFAULT_POOL_TASK_MS = 20_000;
-const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
-export const DEFAULT_MAX_HEADER_BYTES = 16 * 1024;
-export const DEFAULT_MAX_URL_BYTES = 8 * 1024;
-export const DEFAULT_REVEAL_LIMIT = { count: 20, windowSeconds: 600 };
 export const DEFAULT_RETRIES = 2;
 export const DEFAULT_TIMEOUTS = { connectMs: 10_000, firstByteMs: 60_000, idleMs: 60_000 };
 /** V8 young-generation semi-space a worker starts with, MiB (see workerV8Flags); 1 is the low-memory choice */
@@ -101,27 +92,6 @@ export interface ChannelConfig {
   anthropic_version: string;
 }
 
-export interface Limits {
-  apiBodyBytes: number;
-  modelBodyBytes: number;
-  multipartBytes: number;
-  multipartFileBytes: number;
-  multipartFiles: number;
-  multipartFieldBytes: number;
-  maxHeaderBytes: number;
-  maxUrlBytes: number;
-  idleTimeoutSeconds: number;
-  bodyTimeoutMs: number;
-  drainTimeoutMs: number;
-  /** a worker whose event loop has not answered the supervisor for this long is replaced (0 = off) */
-  watchdogMs: number;
-  /** time bound of one task in the piscina pool, from its submission */
-  poolTaskMs: number;
-  /** `clientIpHeader`: set only behind a trusted proxy; then reveals are limited per client IP too */
-  reveal: { count: number; windowSeconds: number; clientIpHeader?: string };
-  maxKeysPerAccount: number;
-}
-
 export interface Config extends OperationsConfig {
   listen: { host: string; port: number };
   workers: number;
@@ -198,9 +168,6 @@ const FIELDS = {
   channel: ['name', 'type', 'base_url', 'keys', 'models', 'groups', 'priority', 'weight', 'model_map', 'timeouts', 'simulator', 'anthropic_version'],
   timeouts: ['connect_ms', 'first_byte_ms', 'idle_ms'],
   simulator: ['first_token_delay_ms', 'tokens_per_second'],
-  limits: ['api_body_bytes', 'model_body_bytes', 'multipart_bytes', 'multipart_file_bytes', 'multipart_files', 'multipart_field_bytes',
-    'max_header_bytes', 'max_url_bytes', 'idle_timeout_seconds', 'body_timeout_ms', 'drain_timeout_ms', 'watchdog_ms', 'pool_task_ms', 'reveal', 'max_keys_per_account'],
-  reveal: ['count', 'window_seconds', 'client_ip_header'],
   video: ['vendor', 'enabled', 'timeout_hours', 'poll_interval_ms', 'sunset'],
 } as const;
 
@@ -238,12 +205,6 @@ function num(raw: Raw, field: string, fallback: number, where: string, min = 0):
     throw new ConfigError(`${where}.${field} must be a number ≥ ${min}`);
   }
   return value;
-}
-
-/** An HTTP header name, lower-cased (how both fronts look headers up). */
-function headerName(value: unknown, where: string): string {
-  if (typeof value !== 'string' || !/^[A-Za-z0-9-]{1,64}$/.test(value)) throw new ConfigError(`${where} must be an HTTP header name such as "x-forwarded-for"`);
-  return value.toLowerCase();
 }
 
 function stringList(value: unknown, where: string): string[] {
@@ -417,29 +378,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
   if (raw.channels !== undefined && !Array.isArray(raw.channels)) throw new ConfigError('channels must be an array');
   const channels = ((raw.channels as unknown[]) ?? []).map((entry, index) => parseChannel(entry, index, models, groupNames, env));
 
-  const limitsRaw = section(raw.limits, FIELDS.limits, 'limits');
-  const revealRaw = section(limitsRaw.reveal, FIELDS.reveal, 'limits.reveal');
-  const limits: Limits = Object.freeze({
-    apiBodyBytes: num(limitsRaw, 'api_body_bytes', DEFAULT_API_BODY_LIMIT, 'limits', 1),
-    modelBodyBytes: num(limitsRaw, 'model_body_bytes', DEFAULT_MODEL_BODY_LIMIT, 'limits', 1),
-    multipartBytes: num(limitsRaw, 'multipart_bytes', DEFAULT_MULTIPART_LIMIT, 'limits', 1),
-    multipartFileBytes: num(limitsRaw, 'multipart_file_bytes', 20 * 1024 * 1024, 'limits', 1),
-    multipartFiles: num(limitsRaw, 'multipart_files', 16, 'limits', 1),
-    multipartFieldBytes: num(limitsRaw, 'multipart_field_bytes', 64 * 1024, 'limits', 1),
-    maxHeaderBytes: num(limitsRaw, 'max_header_bytes', DEFAULT_MAX_HEADER_BYTES, 'limits', 1024),
-    maxUrlBytes: num(limitsRaw, 'max_url_bytes', DEFAULT_MAX_URL_BYTES, 'limits', 256),
-    idleTimeoutSeconds: num(limitsRaw, 'idle_timeout_seconds', DEFAULT_IDLE_TIMEOUT_SECONDS, 'limits', 1),
-    bodyTimeoutMs: num(limitsRaw, 'body_timeout_ms', DEFAULT_BODY_TIMEOUT_MS, 'limits', 1),
-    drainTimeoutMs: num(limitsRaw, 'drain_timeout_ms', DEFAULT_DRAIN_TIMEOUT_MS, 'limits', 0),
-    watchdogMs: num(limitsRaw, 'watchdog_ms', DEFAULT_WATCHDOG_MS, 'limits', 0),
-    poolTaskMs: num(limitsRaw, 'pool_task_ms', DEFAULT_POOL_TASK_MS, 'limits', 1),
-    reveal: {
-      count: num(revealRaw, 'count', DEFAULT_REVEAL_LIMIT.count, 'limits.reveal', 1),
-      windowSeconds: num(revealRaw, 'window_seconds', DEFAULT_REVEAL_LIMIT.windowSeconds, 'limits.reveal', 1),
-      ...(revealRaw.client_ip_header === undefined ? {} : { clientIpHeader: headerName(revealRaw.client_ip_header, 'limits.reveal.client_ip_header') }),
-    },
-    maxKeysPerAccount: num(limitsRaw, 'max_keys_per_account', 1000, 'limits', 1),
-  });
+  const limits = parseLimits(raw, { section, num, resolveSecret, error: ConfigError });
 
   const videoRaw = section(raw.video, FIELDS.video, 'video');
   const vendor = typeof videoRaw.vendor === 'string' && /^[a-z0-9-]+$/.test(videoRaw.vendor) ? videoRaw.vendor : DEFAULT_VIDEO.vendor;
