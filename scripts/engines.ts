@@ -211,8 +211,8 @@ export async function startRedis(): Promise<RestartableEngine> {
   };
 }
 
-/** A free loopback port (the engines' own copy: gateway.ts imports this file). */
-function freePort(): Promise<number> {
+/** A free loopback port (the tests' helpers use this one too). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);

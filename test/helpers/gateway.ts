@@ -3,15 +3,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateAccessToken, tokenDigest } from '../../src/auth/secrets';
 import { EMBEDDED_CONFIG, loadConfig, type Config } from '../../src/config';
 import { createLogger, type Logger } from '../../src/log';
 import { startGateway, type RunningGateway } from '../../src/main';
-import { clusterEngines, enginesMissing, freshDatabase, freshPrefix } from './engines';
-export { stopClusterEngines } from './engines';
+import { clusterEngines, enginesMissing, freePort, freshDatabase, freshPrefix } from './engines';
+export { freePort, stopClusterEngines } from './engines';
 import pino from 'pino';
 
 export const FRONTS = ['uws', 'node'] as const;
@@ -92,17 +92,6 @@ export async function startTestGateway(options: { front?: Front; raw?: Record<st
   };
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen({ host: '127.0.0.1', port: 0 }, () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export interface SupervisedGateway {
   url: string;

@@ -5,30 +5,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { after as afterAll } from 'node:test';
 import { issueAdminToken } from '../../src/auth/admin-token';
-import { addAccount, call, cliJson, SETUPS, startTestGateway, stopClusterEngines, type Answer, type TestGateway } from '../helpers/gateway';
+import { addAccount, call, cliJson, SETUPS, startTestGateway, stopClusterEngines, type TestGateway } from '../helpers/gateway';
+import { refused, succeeded } from '../helpers/envelope';
 import { assertMoneyInvariants, moneySnapshot } from '../helpers/money';
-
-function envelope(answer: Answer): { success: boolean; message: string; data: any; code?: string } {
-  assert.match(String(answer.headers['content-type']), /application\/json/, answer.text);
-  assert.equal(typeof answer.json?.success, 'boolean', answer.text);
-  assert.equal(typeof answer.json.message, 'string', answer.text);
-  assert.ok('data' in answer.json, answer.text);
-  return answer.json;
-}
-
-function succeeded(answer: Answer): any {
-  const body = envelope(answer);
-  assert.equal(answer.status, 200, answer.text);
-  assert.equal(body.success, true, answer.text);
-  return body.data;
-}
-
-function refused(answer: Answer, status: number, pattern: RegExp): void {
-  const body = envelope(answer);
-  assert.equal(answer.status, status, answer.text);
-  assert.equal(body.success, false, answer.text);
-  assert.match(body.message, pattern);
-}
 
 afterAll(stopClusterEngines);
 
@@ -54,7 +33,7 @@ for (const { front, backend, label, skip } of SETUPS) {
       for (const [method, path] of [['GET', '/accounts'], ['POST', '/accounts'], ['GET', '/accounts/1'], ['POST', '/accounts/1/topup'],
         ['GET', '/usage'], ['GET', '/audit'], ['GET', '/channels'], ['POST', '/reload'], ['DELETE', '/accounts/1/tokens/0123456789abcdef']]) {
         const answer = await api(method, path, { token: null });
-        refused(answer, 401, /Authorization header is required/);
+        refused(answer, /Authorization header is required/, 401);
         assert.equal(answer.json.code, 'AUTH_REQUIRED', `${method} ${path}`);
       }
     });
@@ -63,7 +42,7 @@ for (const { front, backend, label, skip } of SETUPS) {
       const account = await addAccount(gateway, 'not-an-operator');
       for (const wrong of [account.token, gateway.adminToken, `Bearer ${gateway.adminToken}`, 'sk-' + 'a'.repeat(48), 'x'.repeat(5000), 'Bearer ']) {
         const answer = await api('GET', '/accounts', { token: wrong });
-        refused(answer, 401, /admin token is invalid|Authorization header is required/);
+        refused(answer, /admin token is invalid|Authorization header is required/, 401);
       }
       // and the admin token is not an account token on the account's own API
       const own = await call(gateway.url, 'GET', '/api/token/', { token: adminToken });
@@ -100,9 +79,9 @@ for (const { front, backend, label, skip } of SETUPS) {
       assert.equal(shown.balance, 2_500_000);
       assert.equal(shown.keys, 0);
       assert.equal(shown.access_tokens, 1);
-      refused(await api('GET', '/accounts/999999'), 404, /no account with id 999999/);
-      refused(await api('GET', '/accounts/abc'), 400, /account id must be a positive integer/);
-      refused(await api('POST', '/accounts', { body: { name: 'acme-corp' } }), 400, /already exists/);
+      refused(await api('GET', '/accounts/999999'), /no account with id 999999/, 404);
+      refused(await api('GET', '/accounts/abc'), /account id must be a positive integer/, 400);
+      refused(await api('POST', '/accounts', { body: { name: 'acme-corp' } }), /already exists/, 400);
     });
 
     test('create: bad input is a 400 envelope that names the field', async () => {
@@ -117,9 +96,9 @@ for (const { front, backend, label, skip } of SETUPS) {
         [{ name: 'ok-name', bogus: 1 }, /unknown field "bogus"/],
         [{ name: 'ok-name', note: 'a\u0000b' }, /note must not contain control characters/],
       ];
-      for (const [body, pattern] of cases) refused(await api('POST', '/accounts', { body }), 400, pattern);
-      refused(await api('POST', '/accounts', { rawBody: '{"name":' }), 400, /not valid JSON/);
-      refused(await api('POST', '/accounts', { rawBody: '[1,2]' }), 400, /must be a JSON object/);
+      for (const [body, pattern] of cases) refused(await api('POST', '/accounts', { body }), pattern, 400);
+      refused(await api('POST', '/accounts', { rawBody: '{"name":' }), /not valid JSON/, 400);
+      refused(await api('POST', '/accounts', { rawBody: '[1,2]' }), /must be a JSON object/, 400);
     });
 
     test('top-up: quota or usd with a note; every top-up is in the audit log with the balance after it', async () => {
@@ -133,8 +112,8 @@ for (const { front, backend, label, skip } of SETUPS) {
         [{}, /exactly one of quota/], [{ quota: 1, usd: 1 }, /exactly one of quota/], [{ quota: 0 }, /quota must be an integer quota from 1/],
         [{ quota: '5' }, /quota must be an integer/], [{ usd: -1 }, /usd must be a number above 0/], [{ usd: 1e-9 }, /below one quota unit/],
         [{ quota: 1, note: 'n'.repeat(501) }, /note is too long: at most 500/], [{ quota: 5e15 }, /would pass the most/],
-      ] as [unknown, RegExp][]) refused(await api('POST', `/accounts/${account.id}/topup`, { body }), 400, pattern);
-      refused(await api('POST', '/accounts/424242/topup', { body: { quota: 1 } }), 404, /no account/);
+      ] as [unknown, RegExp][]) refused(await api('POST', `/accounts/${account.id}/topup`, { body }), pattern, 400);
+      refused(await api('POST', '/accounts/424242/topup', { body: { quota: 1 } }), /no account/, 404);
 
       const log = succeeded(await api('GET', `/audit?action=account.topup&account_id=${account.id}`));
       assert.equal(log.total, 2);
@@ -160,9 +139,9 @@ for (const { front, backend, label, skip } of SETUPS) {
       succeeded(await api('DELETE', `/accounts/${account.id}/tokens/${read.id}`));
       const revokedUse = await call(gateway.url, 'GET', '/api/token/', { token: read.access_token });
       assert.equal(revokedUse.json.message, 'access token is invalid');
-      refused(await api('DELETE', `/accounts/${account.id}/tokens/${read.id}`), 404, /has no access token/);
-      refused(await api('DELETE', `/accounts/${account.id}/tokens/not-hex`), 400, /16 hex digits/);
-      refused(await api('POST', `/accounts/${account.id}/tokens`, { body: { scope: 'admin' } }), 400, /scope must be/);
+      refused(await api('DELETE', `/accounts/${account.id}/tokens/${read.id}`), /has no access token/, 404);
+      refused(await api('DELETE', `/accounts/${account.id}/tokens/not-hex`), /16 hex digits/, 400);
+      refused(await api('POST', `/accounts/${account.id}/tokens`, { body: { scope: 'admin' } }), /scope must be/, 400);
 
       const rotated = succeeded(await api('POST', `/accounts/${account.id}/tokens/rotate`));
       assert.equal(rotated.revoked, 1);
@@ -202,19 +181,19 @@ for (const { front, backend, label, skip } of SETUPS) {
       assert.equal(past.totals.requests, 0);
       for (const [query, pattern] of [['by=week', /by must be one of/], ['from=10&to=5', /from must not be after to/],
         ['from=0&to=99999999999', /limited to 400 days/], ['account_id=-1', /account_id must be an integer/], ['to=1e9', /to must be an integer/]] as [string, RegExp][]) {
-        refused(await api('GET', `/usage?${query}`), 400, pattern);
+        refused(await api('GET', `/usage?${query}`), pattern, 400);
       }
-      refused(await api('GET', '/usage?account_id=777777'), 404, /no account/);
+      refused(await api('GET', '/usage?account_id=777777'), /no account/, 404);
       assert.equal(await assertMoneyInvariants(gateway.gateway.context.store, before, 'usage summary'), byModel.totals.quota);
     });
 
     test('paging bounds: a huge page or page_size is a 400 naming the bound, not a scan', async () => {
-      refused(await api('GET', '/accounts?page_size=101'), 400, /page_size must be an integer from 0 to 100/);
-      refused(await api('GET', '/accounts?page_size=0'), 400, /page_size must be an integer from 1 to 100/);
-      refused(await api('GET', '/accounts?p=99999999999999999999'), 400, /p must be an integer from 0 to 1000000/);
+      refused(await api('GET', '/accounts?page_size=101'), /page_size must be an integer from 0 to 100/, 400);
+      refused(await api('GET', '/accounts?page_size=0'), /page_size must be an integer from 1 to 100/, 400);
+      refused(await api('GET', '/accounts?p=99999999999999999999'), /p must be an integer from 0 to 1000000/, 400);
       const empty = succeeded(await api('GET', '/accounts?p=1000000'));
       assert.deepEqual(empty.items, []);
-      refused(await api('GET', '/audit?action=DROP%20TABLE'), 400, /action must be an action name/);
+      refused(await api('GET', '/audit?action=DROP%20TABLE'), /action must be an action name/, 400);
     });
   });
 }

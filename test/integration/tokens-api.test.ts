@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { EMBEDDED_CONFIG } from '../../src/config';
-import { addAccount, call, SETUPS, startTestGateway, stopClusterEngines, type Answer, type TestGateway } from '../helpers/gateway';
+import { addAccount, call, SETUPS, startTestGateway, stopClusterEngines, type TestGateway } from '../helpers/gateway';
+import { envelope, refused, succeeded } from '../helpers/envelope';
 
 const MASKED = /^sk-[0-9A-Za-z]{4}\*{10}[0-9A-Za-z]{4}$/;
 const FULL = /^sk-[0-9A-Za-z]{48}$/;
@@ -11,32 +12,6 @@ const DEFAULTS = {
   name: 'default', remain_quota: 0, unlimited_quota: false, expired_time: -1, group: 'default',
   billing_type: 4, models: '', remark: '', status: 1, used_quota: 0,
 };
-
-/** Every answer of this API is the envelope; returns it after checking its shape. */
-function envelope(answer: Answer): { success: boolean; message: string; data: any; code?: string } {
-  assert.match(String(answer.headers['content-type']), /application\/json/, answer.text);
-  assert.equal(typeof answer.json, 'object', `not a JSON object: ${answer.text}`);
-  assert.equal(typeof answer.json.success, 'boolean', answer.text);
-  assert.equal(typeof answer.json.message, 'string', answer.text);
-  assert.ok('data' in answer.json, answer.text);
-  return answer.json;
-}
-
-function succeeded(answer: Answer): any {
-  const body = envelope(answer);
-  assert.equal(answer.status, 200, answer.text);
-  assert.equal(body.success, true, answer.text);
-  assert.equal(body.message, '');
-  return body.data;
-}
-
-/** A domain error: HTTP 200, success:false, message matching `pattern`. */
-function refused(answer: Answer, pattern: RegExp): void {
-  const body = envelope(answer);
-  assert.equal(answer.status, 200, answer.text);
-  assert.equal(body.success, false, answer.text);
-  assert.match(body.message, pattern);
-}
 
 after(stopClusterEngines);
 
