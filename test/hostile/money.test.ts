@@ -2,10 +2,9 @@
 // upstream reports. Each scenario ends with the money invariants (test/helpers/money.ts). On both
 // fronts, on LMDB and on PostgreSQL + Redis (skipped, saying why, only where their binaries are absent).
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { addAccount, call, SETUPS, stopClusterEngines } from '../helpers/gateway';
-import { assertMoneyInvariants, moneySnapshot, type MoneySnapshot } from '../helpers/money';
-import { createKey, eventually, flushCharges, postChat, sleep, sseEvents, startChatSetup, type ChatSetup } from '../integration/chat-harness';
+import { createKey, eventually, flushCharges, moneyScenarios, postChat, sleep, sseEvents, type ChatSetup } from '../integration/chat-harness';
 
 const CJK = '我们的季度报告显示收入增长了百分之十二，主要来自亚洲市场的新客户。'.repeat(20).slice(0, 600);
 
@@ -13,25 +12,7 @@ after(stopClusterEngines);
 
 for (const { front, backend, label, skip } of SETUPS) describe(`money under hostile input (${label})`, { skip }, () => {
   let setup: ChatSetup;
-  let before0: MoneySnapshot;
-  const store = () => setup.gateway.gateway.context.store;
-  const admin = () => setup.gateway.adminToken;
-
-  before(async () => {
-    setup = await startChatSetup({ front, backend, mock: { chunks: 3000 } });
-    await store().accounts.topUp(1, 100_000_000);
-  });
-  after(async () => { await setup?.close(); });
-  beforeEach(async () => {
-    setup.mock.reset();
-    await flushCharges(setup);
-    before0 = await moneySnapshot(store());
-  });
-
-  async function settled(label: string): Promise<number> {
-    await flushCharges(setup);
-    return assertMoneyInvariants(store(), before0, label);
-  }
+  const { store, admin, settled, snapshot } = moneyScenarios({ front, backend, mock: { chunks: 3000 } }, (ready) => { setup = ready; });
 
   const records = async (accountId: number, keyId: number) => (await store().usage.list(accountId, { keyId }, 0, 1000)).items;
 
@@ -82,7 +63,7 @@ for (const { front, backend, label, skip } of SETUPS) describe(`money under host
     const account = await addAccount(setup.gateway, 'cjk-tenant');
     await store().accounts.topUp(account.id, 2000);
     const key = await createKey(setup.url, account.token, { unlimited_quota: true });
-    before0 = await moneySnapshot(store());
+    await snapshot();
     setup.mock.script({ usageOverride: { prompt_tokens: 600 } }, 200);
     let served = 0;
     for (let round = 0; round < 20; round += 1) {

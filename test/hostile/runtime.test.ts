@@ -3,51 +3,25 @@
 // count as chat does (item 2), and a client that leaves is noticed during upstream silence on every
 // model route, stream or not (item 7). Each scenario ends with the money invariants.
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { countChatPromptTokens, countTokens } from '../../src/billing/tokens';
 import { localPromptTokens } from '../../src/relay/messages-usage';
 import { call, FRONTS } from '../helpers/gateway';
-import { assertMoneyInvariants, moneySnapshot, type MoneySnapshot } from '../helpers/money';
-import { createKey, eventually, flushCharges, sleep, sseEvents, startChatSetup, type ChatSetup } from '../integration/chat-harness';
+import { createKey, eventually, flushCharges, moneyScenarios, randomLetters, sleep, sseEvents, type ChatSetup } from '../integration/chat-harness';
 
 /** A generous bound for work that took 35–40 s before counting was made linear; no speed target. */
 const FAST_MS = 15_000;
 const CJK_PIECE = '我们的季度报告显示收入增长了百分之十二主要来自亚洲市场的新客户以及欧洲的合作伙伴关系，同时成本控制也取得了显著的成效并且团队规模稳定增长当中。'.repeat(2).slice(0, 100);
 
-function randomLetters(count: number, seed: number): string {
-  let state = seed;
-  let text = '';
-  for (let index = 0; index < count; index += 1) {
-    state = (state * 1103515245 + 12345) % 2147483648;
-    text += String.fromCharCode(97 + (state % 26));
-  }
-  return text;
-}
-
 for (const front of FRONTS) describe(`a worker cannot be held (${front} front)`, () => {
   let setup: ChatSetup;
-  let before0: MoneySnapshot;
-  const store = () => setup.gateway.gateway.context.store;
-  const admin = () => setup.gateway.adminToken;
-  const records = async (keyId: number) => (await store().usage.list(1, { keyId }, 0, 1000)).items;
-
-  before(async () => {
-    setup = await startChatSetup({ front, mock: { chunks: 40 } });
-    await store().accounts.topUp(1, 100_000_000);
+  const { store, admin, settled } = moneyScenarios({ front, mock: { chunks: 40 } }, (ready) => {
+    setup = ready;
     // the tokenizer is loaded once per thread, on first use (seconds on a loaded machine): the bounds
     // below are about counting, so the gateway in this process loads it here
     countTokens('warm');
   });
-  after(async () => { await setup?.close(); });
-  beforeEach(async () => {
-    setup.mock.reset();
-    await flushCharges(setup);
-    before0 = await moneySnapshot(store());
-  });
-  async function settled(label: string): Promise<number> {
-    await flushCharges(setup);
-    return await assertMoneyInvariants(store(), before0, label);
-  }
+  const records = async (keyId: number) => (await store().usage.list(1, { keyId }, 0, 1000)).items;
 
   test('count_tokens with 20 KB of random letters answers fast and the worker keeps serving', async () => {
     const key = await createKey(setup.url, admin(), { remain_quota: 100_000 });

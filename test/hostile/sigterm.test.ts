@@ -6,22 +6,12 @@ import { after, before, test } from 'node:test';
 import type { MockUpstream } from '../../scripts/mock-upstream';
 import { startMockUpstream } from '../../scripts/mock-upstream';
 import { cliJson, startSupervisor } from '../helpers/gateway';
-import { chatConfig, createKey, writeConfigFile } from '../integration/chat-harness';
+import { chatConfig, createKey, randomLetters, writeConfigFile } from '../integration/chat-harness';
 
 const DRAIN_MS = 30_000;
 let mock: MockUpstream;
 before(async () => { mock = await startMockUpstream({ chunks: 40 }); });
 after(async () => { await mock?.close(); });
-
-function letters(count: number, seed: number): string {
-  let state = seed;
-  let text = '';
-  for (let index = 0; index < count; index += 1) {
-    state = (state * 1103515245 + 12345) % 2147483648;
-    text += String.fromCharCode(97 + (state % 26));
-  }
-  return text;
-}
 
 test('SIGTERM stops a worker busy with slow-to-tokenize inputs: they are answered and it exits well before the drain deadline', async () => {
   const raw = chatConfig(mock.url);
@@ -34,7 +24,7 @@ test('SIGTERM stops a worker busy with slow-to-tokenize inputs: they are answere
     const headers = { 'content-type': 'application/json', 'x-api-key': key.key, authorization: `Bearer ${key.key}` };
     const inputs = [
       ...[1, 2].map((seed) => fetch(`${gateway.url}/v1/messages/count_tokens`, {
-        method: 'POST', headers, body: JSON.stringify({ model: 'mock-chat', messages: [{ role: 'user', content: letters(60_000, seed) }] }),
+        method: 'POST', headers, body: JSON.stringify({ model: 'mock-chat', messages: [{ role: 'user', content: randomLetters(60_000, seed) }] }),
       })),
       fetch(`${gateway.url}/v1/chat/completions`, {
         method: 'POST', headers, body: JSON.stringify({ model: 'mock-chat', stream: true, max_tokens: 4000, messages: [{ role: 'user', content: 'write' }] }),

@@ -2,12 +2,14 @@
 // mock upstream, keys made through the real key API, and the billing arithmetic of DESIGN §5 written
 // out independently of src/billing so the tests check the gateway rather than repeat it.
 import assert from 'node:assert/strict';
+import { after, before, beforeEach } from 'node:test';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { EMBEDDED_CONFIG } from '../../src/config';
 import { startMockUpstream, type MockUpstream, type MockUpstreamOptions } from '../../scripts/mock-upstream';
 import { call, startTestGateway, tempDir, type Backend, type Front, type TestGateway } from '../helpers/gateway';
+import { assertMoneyInvariants, moneySnapshot, type MoneySnapshot } from '../helpers/money';
 
 export const QUOTA_PER_USD = 500_000;
 /** the mock's default number of content pieces (one piece = one completion token) */
@@ -69,6 +71,60 @@ export async function startChatSetup(options: { front?: Front; backend?: Backend
     gateway, mock, url: gateway.url,
     async close() { await gateway.close(); await mock.close(); },
   };
+}
+
+export interface MoneyScenarios {
+  /** the account store of the gateway under test */
+  store(): TestGateway['gateway']['context']['store'];
+  /** the admin access token (account 1) */
+  admin(): string;
+  /** takes the money snapshot the next `settled` compares against (each test starts with one) */
+  snapshot(): Promise<void>;
+  /** commits the settled charges and asserts the money invariants since the snapshot; returns the quota spent */
+  settled(label: string): Promise<number>;
+}
+
+/**
+ * A chat setup for one describe block whose every scenario ends with the money invariants: started
+ * before the first test with account 1 topped up (then `ready` hears of it), and before each test the
+ * mock reset and a money snapshot taken.
+ */
+export function moneyScenarios(options: Parameters<typeof startChatSetup>[0], ready: (setup: ChatSetup) => void): MoneyScenarios {
+  let setup: ChatSetup | undefined;
+  let baseline: MoneySnapshot;
+  const current = (): ChatSetup => { assert.ok(setup, 'the chat setup is started before the tests'); return setup; };
+  const scenarios: MoneyScenarios = {
+    store: () => current().gateway.gateway.context.store,
+    admin: () => current().gateway.adminToken,
+    async snapshot() { baseline = await moneySnapshot(scenarios.store()); },
+    async settled(label) {
+      await flushCharges(current());
+      return assertMoneyInvariants(scenarios.store(), baseline, label);
+    },
+  };
+  before(async () => {
+    setup = await startChatSetup(options);
+    await scenarios.store().accounts.topUp(1, 100_000_000);
+    ready(setup);
+  });
+  after(async () => { await setup?.close(); });
+  beforeEach(async () => {
+    current().mock.reset();
+    await flushCharges(current());
+    await scenarios.snapshot();
+  });
+  return scenarios;
+}
+
+/** `count` lowercase letters from a fixed pseudo-random sequence: text a tokenizer finds no long pieces in. */
+export function randomLetters(count: number, seed: number): string {
+  let state = seed;
+  let text = '';
+  for (let index = 0; index < count; index += 1) {
+    state = (state * 1103515245 + 12345) % 2147483648;
+    text += String.fromCharCode(97 + (state % 26));
+  }
+  return text;
 }
 
 /** Writes a config file for `startSupervisor({configPath})`. */
