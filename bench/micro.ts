@@ -10,7 +10,8 @@ import { apiKeyDigest, generateApiKey, maskKey, seal } from '../src/auth/secrets
 import { DEFAULT_FLUSH_MS, FLUSH_RECORDS, Ledger, sumCharges } from '../src/billing/ledger';
 import { validateChatRequest } from '../src/formats/openai-chat';
 import { OpenAIStreamTail } from '../src/formats/openai-stream-tail';
-import { AnthropicToOpenAIStream, toAnthropicRequest, type OpenAIChatRequest } from '../src/formats/openai-to-anthropic';
+import { AnthropicToOpenAIStream } from '../src/formats/anthropic-stream-to-openai';
+import { toAnthropicRequest, type OpenAIChatRequest } from '../src/formats/openai-to-anthropic';
 import { SseDecoder } from '../src/formats/sse';
 import { createLogger } from '../src/log';
 import { packUsageRows, toUsageRow, type AccountRecord, type Charge, type KeyFields, type KeyRecord, type UsageRecord } from '../src/store';

@@ -3,7 +3,7 @@
 // on as soon as each event is complete), a whole answer becomes a buffered body.
 import { Readable } from 'node:stream';
 import { OpenAIToAnthropicStream } from '../formats/anthropic-to-openai';
-import { AnthropicToOpenAIStream } from '../formats/openai-to-anthropic';
+import { AnthropicToOpenAIStream } from '../formats/anthropic-stream-to-openai';
 import { SseDecoder, type SseEvent } from '../formats/sse';
 import { MAX_ANSWER_BYTES, readAnswer } from './http-call';
 import { logWarnings, offloadThreshold, translate } from './translation';

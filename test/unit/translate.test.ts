@@ -7,7 +7,8 @@ import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { OpenAIToAnthropicStream, toAnthropicMessage, toOpenAIChatRequest } from '../../src/formats/anthropic-to-openai';
-import { AnthropicToOpenAIStream, toAnthropicRequest, toOpenAIChatCompletion } from '../../src/formats/openai-to-anthropic';
+import { AnthropicToOpenAIStream } from '../../src/formats/anthropic-stream-to-openai';
+import { toAnthropicRequest, toOpenAIChatCompletion } from '../../src/formats/openai-to-anthropic';
 import { AnthropicStreamUsage } from '../../src/formats/anthropic-usage';
 import { toAnthropicStopReason, toOpenAIFinishReason } from '../../src/formats/map-stop-reason';
 
