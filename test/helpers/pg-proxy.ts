@@ -1,6 +1,7 @@
 // A loopback TCP proxy in front of a PostgreSQL server, for the faults a network brings: the
 // answer of a statement lost after the database committed it (the connection drops on its way
-// back). Every connection is passed through as is until `loseAnswerTo` is armed.
+// back), or a statement lost on its way there. Every connection is passed through as is until
+// `loseAnswerTo` or `loseStatement` is armed.
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
 export interface PgProxy {
@@ -11,6 +12,8 @@ export interface PgProxy {
    * drops the connection. Resolves when that happened.
    */
   loseAnswerTo(marker: string): Promise<void>;
+  /** The next statement whose text contains `marker` never reaches the server: the connection drops instead. */
+  loseStatement(marker: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -21,6 +24,7 @@ export async function startPgProxy(targetUrl: string): Promise<PgProxy> {
   const target = new URL(targetUrl);
   const sockets = new Set<Socket>();
   let armed: { marker: string; done: () => void } | null = null;
+  let cut: { marker: string; done: () => void } | null = null;
 
   const server: Server = createServer((client) => {
     const upstream = connect({ host: target.hostname, port: Number(target.port) });
@@ -29,6 +33,7 @@ export async function startPgProxy(targetUrl: string): Promise<PgProxy> {
     let answer = Buffer.alloc(0);
     const drop = () => { client.destroy(); upstream.destroy(); };
     client.on('data', (chunk: Buffer) => {
+      if (cut && chunk.includes(cut.marker)) { const done = cut.done; cut = null; drop(); done(); return; }
       if (armed && chunk.includes(armed.marker)) { doomed = armed.done; armed = null; }
       upstream.write(chunk);
     });
@@ -50,6 +55,7 @@ export async function startPgProxy(targetUrl: string): Promise<PgProxy> {
   return {
     url: url.toString(),
     loseAnswerTo: (marker) => new Promise<void>((resolve) => { armed = { marker, done: resolve }; }),
+    loseStatement: (marker) => new Promise<void>((resolve) => { cut = { marker, done: resolve }; }),
     close: () => new Promise<void>((resolve) => {
       for (const socket of sockets) socket.destroy();
       server.close(() => resolve());

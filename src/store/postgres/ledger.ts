@@ -65,11 +65,15 @@ export class PostgresLedger implements LedgerStore {
   /** ids of grants whose answer was lost: undone once the database answers */
   private readonly doubtful = new Set<string>();
   private undoing: Promise<void> | null = null;
+  /** give-backs whose answer was lost: sent again, under their id, until the database answers */
+  private readonly unsentReturns: unknown[][] = [];
 
   /** Renews this process's leases; every other beat also reaps leases of any node past their expiry. */
   private beat(): void {
     this.beats += 1;
-    if (this.doubtful.size > 0) void this.undoDoubtful();
+    if (this.doubtful.size > 0 || this.unsentReturns.length > 0) {
+      this.undoing ??= this.undoDoubtful().then(() => this.resendReturns()).finally(() => { this.undoing = null; });
+    }
     if (this.beats % 2 === 0) this.reap().catch((error: Error) => this.onTrouble(error, 'reaping expired quota leases'));
     if (this.beats % PRUNE_EVERY_BEATS === 0) {
       this.pool.query(`DELETE FROM committed_batches WHERE committed_at < now() - interval '1 day'`).catch((error: Error) => this.onTrouble(error, 'pruning batch ids'));
@@ -108,7 +112,7 @@ export class PostgresLedger implements LedgerStore {
         // an answer from the database means the transaction was rolled back; without one it may have committed
         if (error instanceof DatabaseError) throw error;
         this.doubtful.add(grant);
-        void this.undoDoubtful();
+        this.undoing ??= this.undoDoubtful().finally(() => { this.undoing = null; });
         throw error instanceof GatewayError ? error : storeUnavailable(error);
       });
     const result = rows[0].result;
@@ -126,19 +130,16 @@ export class PostgresLedger implements LedgerStore {
    * which the grant and its undo reach the database); those the database cannot take yet are
    * tried again at the next heartbeat.
    */
-  private undoDoubtful(): Promise<void> {
-    this.undoing ??= (async () => {
-      for (const grant of [...this.doubtful]) {
-        try {
-          await this.pool.query('SELECT tollgate_undo_grant($1)', [grant]);
-          this.doubtful.delete(grant);
-        } catch (error) {
-          this.onTrouble(error as Error, 'giving back a lease grant whose answer was lost (tried again with the next heartbeat)');
-          return;
-        }
+  private async undoDoubtful(): Promise<void> {
+    for (const grant of [...this.doubtful]) {
+      try {
+        await this.pool.query('SELECT tollgate_undo_grant($1)', [grant]);
+        this.doubtful.delete(grant);
+      } catch (error) {
+        this.onTrouble(error as Error, 'giving back a lease grant whose answer was lost (tried again with the next heartbeat)');
+        return;
       }
-    })().finally(() => { this.undoing = null; });
-    return this.undoing;
+    }
   }
 
   /**
@@ -165,8 +166,35 @@ export class PostgresLedger implements LedgerStore {
     }
   }
 
+  /**
+   * Gives back part of a lease, once per id. When the answer is lost (the worker has already taken
+   * the amount out of its own books) it is sent again with the next heartbeats until the database
+   * answers, so the row does not keep, for the worker's whole life, a slice nobody will draw on.
+   */
   async giveBack(workerId: string, kind: 'k' | 'a', id: number, epoch: number, amount: number): Promise<void> {
-    await this.pool.query('SELECT tollgate_give_back($1, $2, $3, $4, $5)', [this.owner(workerId).name, kind, id, epoch, amount]);
+    const values = [`${this.node}/${workerId}/${this.startedAt}/r${++this.grants}`, this.owner(workerId).name, kind, id, epoch, amount];
+    try {
+      await this.pool.query('SELECT tollgate_give_back_once($1, $2, $3, $4, $5, $6)', values);
+    } catch (error) {
+      if (error instanceof DatabaseError) throw error;
+      this.unsentReturns.push(values);
+      throw error;
+    }
+  }
+
+  /** Sends the give-backs whose answer was lost again, in order, until the database answers. */
+  private async resendReturns(): Promise<void> {
+    while (this.unsentReturns.length > 0) {
+      try {
+        await this.pool.query('SELECT tollgate_give_back_once($1, $2, $3, $4, $5, $6)', this.unsentReturns[0]);
+      } catch (error) {
+        if (!(error instanceof DatabaseError)) {
+          this.onTrouble(error as Error, 'giving back part of a lease whose answer was lost (sent again with the next heartbeat)');
+          return;
+        }
+      }
+      this.unsentReturns.shift();
+    }
   }
 
   /** With a worker id: every lease of that worker (it is gone). Without: every lease past its expiry, of any node. */

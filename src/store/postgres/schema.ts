@@ -476,11 +476,28 @@ BEGIN
 END $$;
 `;
 
+/**
+ * v5: a give-back whose answer was lost. It carries an id and is applied once (the id joins the
+ * batch ids), so the worker can send it again until it gets an answer: the slice it gave back in
+ * its own books is given back in the database too, never twice.
+ */
+const V5_GIVE_BACK_IDS = `
+CREATE FUNCTION tollgate_give_back_once(p_op text, p_owner text, p_kind char, p_holder bigint, p_epoch integer, p_amount bigint) RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO committed_batches (id) VALUES (p_op) ON CONFLICT (id) DO NOTHING;
+  IF NOT FOUND THEN RETURN false; END IF;   -- applied before: its answer was lost
+  PERFORM tollgate_give_back(p_owner, p_kind, p_holder, p_epoch, p_amount);
+  RETURN true;
+END $$;
+`;
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'accounts, access tokens, keys, leases, usage records, video tasks', sql: V1_TABLES + V1_NOTIFY + V1_LEASES },
   { version: 2, name: 'idempotent batch commits', sql: V2_BATCH_IDS },
   { version: 3, name: 'admin tokens, audit log', sql: V3_OPERATIONS },
   { version: 4, name: 'lease grant ids (a grant whose answer was lost is undone)', sql: V4_GRANT_IDS },
+  { version: 5, name: 'give-back ids (a give-back whose answer was lost is sent again)', sql: V5_GIVE_BACK_IDS },
 ];
 
 /** Applies the migrations this database lacks, under an advisory lock; returns the versions applied. */
