@@ -100,11 +100,16 @@ function report(options: ClusterOptions, placement: string, measured: Measured[]
       // per round: postgres against the LMDB run next to it; the median of those ratios
       const ratio = median(postgres.map((entry, index) => entry.perCore / (lmdb[index]?.perCore || Number.NaN)).filter(Number.isFinite));
       const database = median(postgres.map((entry) => entry.databaseCpuUsPerCall ?? 0));
+      // the same with the database's CPU counted as the node's (LMDB's commits run in its node)
+      const withDatabase = median(postgres.map((entry, index) => {
+        const nodeUs = entry.perCore > 0 ? 1e6 / entry.perCore : Number.NaN;
+        return (1e6 / (nodeUs + (entry.databaseCpuUsPerCall ?? 0))) / (lmdb[index]?.perCore || Number.NaN);
+      }).filter(Number.isFinite));
       const target = limits === 'off' ? 0.85 : 0.7;
       checks.push({ name: `${shape}, limits ${limits}: postgres per core / LMDB per core`, measured: ratio, target, pass: ratio >= target });
       rows.push(`| ${shape} | ${limits} | ${median(lmdb.map((entry) => entry.load.requestsPerSecond)).toFixed(0)} | ${median(lmdb.map((entry) => entry.perCore)).toFixed(0)} `
         + `| ${median(postgres.map((entry) => entry.load.requestsPerSecond)).toFixed(0)} | ${median(postgres.map((entry) => entry.perCore)).toFixed(0)} `
-        + `| ${(ratio * 100).toFixed(1)}% (≥ ${target * 100}%) ${ratio >= target ? 'pass' : 'FAIL'} | ${database.toFixed(1)} |`);
+        + `| ${(ratio * 100).toFixed(1)}% (≥ ${target * 100}%) ${ratio >= target ? 'pass' : 'FAIL'} | ${database.toFixed(1)} | ${(withDatabase * 100).toFixed(1)}% |`);
     }
   }
   const machine = describeMachine();
@@ -115,8 +120,8 @@ function report(options: ClusterOptions, placement: string, measured: Measured[]
     `${options.connections} connections, ${options.rounds} alternated rounds of ${options.roundSeconds} s per target (after ${options.warmup} s warm-up); medians.`,
     'PostgreSQL runs with its default durability settings (fsync on); limits "on" = per-key rpm and concurrency checked on every call (set so high none refuses).',
     '',
-    '| shape | limits | LMDB req/s | LMDB req per CPU-s | postgres req/s | postgres req per CPU-s | postgres / LMDB per core | database CPU µs per call |',
-    '|---|---|---|---|---|---|---|---|',
+    '| shape | limits | LMDB req/s | LMDB req per CPU-s | postgres req/s | postgres req per CPU-s | postgres / LMDB per core | database CPU µs per call | postgres with its database / LMDB per core |',
+    '|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
   ].join('\n');
