@@ -26,3 +26,17 @@ export function forLog(text: string, max = 200): string {
   const clean = redactSecrets(bounded).replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`);
   return clean.length > max ? `${clean.slice(0, max)}…` : clean;
 }
+
+/**
+ * What of a channel must never reach a client in an upstream's text: its keys, its base URL and
+ * that URL's host (an error often names the host alone, or the URL with its slashes escaped).
+ */
+export function upstreamSecrets(channel: { keys: readonly string[]; base_url: string }): string[] {
+  const secrets = [...channel.keys, channel.base_url];
+  try {
+    const url = new URL(channel.base_url);
+    secrets.push(url.host, url.hostname);
+  } catch { /* the config validated it; nothing more to add */ }
+  // the longest first, so a key's or URL's part never leaves the rest of it showing
+  return secrets.filter((secret) => secret.length > 0).sort((a, b) => b.length - a.length);
+}

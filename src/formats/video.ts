@@ -3,6 +3,7 @@
 // Pure: no I/O; the caller passes the clock.
 import { randomUUID } from 'node:crypto';
 import { GatewayError } from '../errors';
+import { redactSecrets } from './redact';
 
 export const MAX_VIDEO_IMAGES = 5;
 export const DEFAULT_VIDEO_MAX_RETRIES = 5;
@@ -220,12 +221,17 @@ function mergeUpstreamData(current: UpstreamData, raw: unknown): UpstreamData {
   return merged;
 }
 
+/** the most of an upstream's failure message a task keeps */
+export const MAX_UPSTREAM_MESSAGE = 500;
+
 /**
  * Folds a legacy-video upstream's status answer (`{success, data:{status, upstreamData, progress,
  * result, message}}`) into the task. An answer that cannot be read leaves the task as it was and
- * counts a retry; the poller gives up once retryCount reaches maxRetries.
+ * counts a retry; the poller gives up once retryCount reaches maxRetries. A failure's message reaches
+ * the client: it is bounded to MAX_UPSTREAM_MESSAGE characters and `secrets` (the channel's keys and
+ * URL, redact.ts upstreamSecrets) and anything key-shaped are redacted from it.
  */
-export function mergeUpstreamStatus(task: VideoTask, upstream: unknown, now: number = Date.now()): VideoTask {
+export function mergeUpstreamStatus(task: VideoTask, upstream: unknown, now: number = Date.now(), secrets: readonly string[] = []): VideoTask {
   if (task.status !== 'processing') return task;
   const data = isObject(upstream) && upstream.success === true && isObject(upstream.data) ? upstream.data : undefined;
   const status = data !== undefined && STATUSES.includes(data.status as VideoTaskStatus) ? data.status as VideoTaskStatus : undefined;
@@ -250,7 +256,7 @@ export function mergeUpstreamStatus(task: VideoTask, upstream: unknown, now: num
   };
   if (status === 'completed') next.result = result;
   if (status === 'failed') {
-    next.message = typeof data.message === 'string' && data.message !== '' ? data.message : 'video generation failed upstream';
+    next.message = typeof data.message === 'string' && data.message !== '' ? redactSecrets(data.message, secrets).slice(0, MAX_UPSTREAM_MESSAGE) : 'video generation failed upstream';
   }
   return next;
 }

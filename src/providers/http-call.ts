@@ -1,6 +1,7 @@
 // The one function every HTTP provider uses to call its upstream: one undici dispatch on the
 // channel's pool (src/upstream/upstream-call.ts) with the channel's timeouts, abort signal, status
 // mapping and bounded error bodies.
+import { upstreamSecrets } from '../formats/redact';
 import { CallAbort } from '../upstream/call-abort';
 import { fromTransportError, fromUpstreamStatus } from '../upstream/transport-errors';
 import { requestUpstream, type BodySource } from '../upstream/upstream-call';
@@ -88,7 +89,7 @@ export function callUpstream(context: ProviderContext, call: UpstreamCall, spec:
       }
       const { status, contentType, body } = head!;
       if (status < 200 || status >= 300) {
-        readBounded(body, MAX_ERROR_BODY).then((text) => reject(fromUpstreamStatus(status, text, call.channel.name, call.channel.keys)));
+        readBounded(body, MAX_ERROR_BODY).then((text) => reject(fromUpstreamStatus(status, text, call.channel.name, upstreamSecrets(call.channel))));
         return;
       }
       if (call.readLimit === undefined) { resolve({ status, contentType, body }); return; }

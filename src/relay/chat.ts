@@ -205,7 +205,7 @@ export function relayChatCompletions(call: ChatCall): Promise<void> {
           ? openAIErrorEvent({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${attempt.channel.name} ended the stream early` })
           : rename !== undefined && typeof result.tail !== 'string' ? rename.apply(result.tail) : result.tail;
       };
-      return pipeStream(exchange, answer.body, transform, scope.abort, attempt.channel.name);
+      return pipeStream(exchange, answer.body, transform, scope.abort, attempt.channel);
     };
     return withFailover<PipeOutcome>(context, model, caller.key.group, capable,
       (attempt) => send(attempt, true).then((answer) => pipe(attempt, answer)), scope.abort.signal,

@@ -216,7 +216,7 @@ export function relayEndpoint(call: EndpointCall): Promise<void> {
         fail: errorEvent,
         cut: null,
       };
-      return pipeStream(exchange, answer.body, transform, scope.abort, attempt.channel.name);
+      return pipeStream(exchange, answer.body, transform, scope.abort, attempt.channel);
     }), scope.abort.signal).then(({ result: outcome }) => {
       const current = rewriter!;
       const endReason = outcome.endReason !== 'completed' ? outcome.endReason

@@ -117,7 +117,7 @@ export async function relayMessages(call: MessagesCall): Promise<void> {
           return held === null ? closing() : typeof held === 'string' ? held + closing() : Buffer.concat([held, Buffer.from(closing())]);
         },
         fail: (error) => anthropicErrorEvent(error),
-      }, scope.abort, attempt.channel.name);
+      }, scope.abort, attempt.channel);
     }, scope.abort.signal);
     const endReason = outcome.endReason !== 'completed' ? outcome.endReason
       : watch.upstreamError ? 'upstream_error'

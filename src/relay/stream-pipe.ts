@@ -1,7 +1,11 @@
 // Upstream bytes → client as they arrive: backpressure (a slow client pauses the upstream, so
 // memory stays bounded), abort propagation (client gone → upstream request aborted), one end reason.
-// A failure before the first byte reaches the client rejects, so the caller can fail over.
+// A failure before the first byte reaches the client rejects, so the caller can fail over. Error
+// events in what goes out have the channel's secrets redacted (StreamErrorRedactor).
+import type { ChannelConfig } from '../config';
 import type { GatewayErrorShape } from '../errors';
+import { upstreamSecrets } from '../formats/redact';
+import { StreamErrorRedactor } from '../formats/stream-error-redact';
 import type { Exchange, Headers } from '../http';
 import { fromTransportError } from '../upstream/transport-errors';
 import type { BodySource } from '../upstream/upstream-call';
@@ -31,7 +35,8 @@ export const SSE_HEADERS: Headers = {
 };
 
 export function pipeStream(exchange: Exchange, body: BodySource, transform: StreamTransform, abort: { abort(): void },
-  channel: string, headers: Headers = SSE_HEADERS): Promise<PipeOutcome> {
+  channel: Pick<ChannelConfig, 'name' | 'keys' | 'base_url'>, headers: Headers = SSE_HEADERS): Promise<PipeOutcome> {
+  const redactor = new StreamErrorRedactor(() => upstreamSecrets(channel));
   return new Promise((resolve, reject) => {
     let started = false;
     let firstByteAt: number | null = null;
@@ -58,7 +63,8 @@ export function pipeStream(exchange: Exchange, body: BodySource, transform: Stre
         exchange.onWritable(() => { if (!settled) body.resume(); });
       }
     };
-    const endWith = (last: Buffer | string) => {
+    const endWith = (tail: Buffer | string) => {
+      const last = redactor.end(tail);
       begin();
       if (pending.length === 0) exchange.end(last);
       else {
@@ -73,7 +79,7 @@ export function pipeStream(exchange: Exchange, body: BodySource, transform: Stre
     });
     body.on('data', (chunk: Buffer) => {
       if (settled) return;
-      const out = transform.push(chunk);
+      const out = redactor.push(transform.push(chunk));
       const cut = transform.cut;
       if (cut != null) {
         if (out !== null && out.length > 0) pending.push(out);
@@ -95,7 +101,7 @@ export function pipeStream(exchange: Exchange, body: BodySource, transform: Stre
     body.on('error', (error: unknown) => {
       if (settled) return;
       if (exchange.aborted) { settle({ endReason: 'client_gone', firstByteAt }); return; }
-      const mapped = fromTransportError(error, channel);
+      const mapped = fromTransportError(error, channel.name);
       // nothing produced for the client yet: the caller may try another channel
       if (!started && pending.length === 0) { settled = true; reject(mapped); return; }
       endWith(transform.fail(mapped));

@@ -5,6 +5,7 @@
 // as the task update. The supervisor runs it on an interval; tests call pollVideoTasksOnce directly.
 import type { ChannelConfig, ChannelType, Config, ModelConfig } from '../config';
 import { isGatewayError } from '../errors';
+import { upstreamSecrets } from '../formats/redact';
 import { mergeUpstreamStatus, type VideoTask } from '../formats/video';
 import type { Logger } from '../log';
 import { createProviders } from '../providers';
@@ -58,7 +59,7 @@ async function pollUpstream(task: StoredVideoTask, provider: Provider, channel: 
     const bytes = await readAnswer(answer, MAX_VIDEO_ANSWER_BYTES, channel.name);
     let parsed: unknown;
     try { parsed = JSON.parse(bytes.toString('utf8')); } catch { parsed = undefined; }
-    return { ...task, ...mergeUpstreamStatus(task, parsed, now) };
+    return { ...task, ...mergeUpstreamStatus(task, parsed, now, upstreamSecrets(channel)) };
   } catch (error) {
     const upstreamStatus = isGatewayError(error) ? error.status : task.progress.upstreamStatus;
     return { ...task, polls: task.polls + 1, progress: { ...task.progress, upstreamStatus, retryCount: task.progress.retryCount + 1 } };

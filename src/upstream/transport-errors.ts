@@ -24,20 +24,21 @@ export function fromTransportError(error: unknown, channel: string): GatewayErro
   }
 }
 
-/** Best-effort message of an upstream error body (OpenAI or Anthropic shape), bounded. */
+/** Best-effort message of an upstream error body (OpenAI or Anthropic shape); its caller redacts and bounds it. */
 export function upstreamMessage(text: string): string | undefined {
   try {
     const parsed = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown };
     const message = typeof parsed.error === 'object' ? parsed.error?.message : parsed.error ?? parsed.message;
-    return typeof message === 'string' ? message.slice(0, 500) : undefined;
+    return typeof message === 'string' ? message : undefined;
   } catch {
     return undefined;
   }
 }
 
 /**
- * `secrets`: the channel's keys. An upstream's 4xx message reaches the client, so it is shown with
- * those keys and anything key-shaped redacted (an upstream that echoes the key it was sent).
+ * `secrets`: the channel's keys and URL (redact.ts upstreamSecrets). An upstream's 4xx message reaches
+ * the client, so it is shown with those and anything key-shaped redacted (an upstream that echoes the
+ * key it was sent), then cut to 500 characters.
  */
 export function fromUpstreamStatus(status: number, bodyText: string, channel: string, secrets: readonly string[] = []): GatewayError {
   if (status === 401 || status === 403) {
@@ -55,6 +56,6 @@ export function fromUpstreamStatus(status: number, bodyText: string, channel: st
     return new GatewayError({ status: 502, type: 'api_error', code: 'upstream_error', message: `upstream channel ${channel} failed with HTTP ${status}`, retryable: true });
   }
   const upstream = upstreamMessage(bodyText);
-  const message = upstream === undefined ? `upstream rejected the request with HTTP ${status}` : redactSecrets(upstream, secrets);
+  const message = upstream === undefined ? `upstream rejected the request with HTTP ${status}` : redactSecrets(upstream, secrets).slice(0, 500);
   return new GatewayError({ status: status === 404 ? 404 : 400, type: 'invalid_request_error', code: status === 404 ? 'model_not_found' : 'upstream_bad_request', message, retryable: false });
 }

@@ -44,6 +44,9 @@ class ScriptedClient {
   asExchange(): Exchange { return this as unknown as Exchange; }
 }
 
+/** the channel the pipe names in its errors and redacts from upstream error events */
+const TEST_CHANNEL = { name: 'test', keys: ['test-channel-key'], base_url: 'http://127.0.0.1:1' };
+
 const passThroughTransform: StreamTransform = {
   push: (chunk) => chunk,
   finish: () => 'data: [DONE]\n\n',
@@ -55,7 +58,7 @@ test('a slow client pauses the upstream body until it drains; nothing is lost or
   client.capacity = 1;
   const upstream = new PassThrough();
   let aborted = false;
-  const outcome = pipeStream(client.asExchange(), upstream, passThroughTransform, { abort: () => { aborted = true; } }, 'test');
+  const outcome = pipeStream(client.asExchange(), upstream, passThroughTransform, { abort: () => { aborted = true; } }, TEST_CHANNEL);
   upstream.write('data: 1\n\n');
   upstream.write('data: 2\n\n');
   await nextTurn();
@@ -80,7 +83,7 @@ test('a client that leaves aborts the upstream request and destroys its body', a
   const client = new ScriptedClient();
   const upstream = new PassThrough();
   let aborted = false;
-  const outcome = pipeStream(client.asExchange(), upstream, passThroughTransform, { abort: () => { aborted = true; } }, 'test');
+  const outcome = pipeStream(client.asExchange(), upstream, passThroughTransform, { abort: () => { aborted = true; } }, TEST_CHANNEL);
   upstream.write('data: 1\n\n');
   await nextTurn();
   client.leave();
@@ -94,7 +97,7 @@ test('a client that leaves aborts the upstream request and destroys its body', a
 test('an upstream failure after the first byte ends the stream with an error event; before it, the call rejects', async () => {
   const client = new ScriptedClient();
   const upstream = new PassThrough();
-  const outcome = pipeStream(client.asExchange(), upstream, passThroughTransform, { abort: () => {} }, 'test');
+  const outcome = pipeStream(client.asExchange(), upstream, passThroughTransform, { abort: () => {} }, TEST_CHANNEL);
   upstream.write('data: 1\n\n');
   await nextTurn();
   upstream.destroy(Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }));
@@ -104,7 +107,7 @@ test('an upstream failure after the first byte ends the stream with an error eve
 
   const fresh = new ScriptedClient();
   const silent = new PassThrough();
-  const failing = pipeStream(fresh.asExchange(), silent, passThroughTransform, { abort: () => {} }, 'test');
+  const failing = pipeStream(fresh.asExchange(), silent, passThroughTransform, { abort: () => {} }, TEST_CHANNEL);
   silent.destroy(Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }));
   await assert.rejects(failing, (error: GatewayErrorShape) => error.status >= 500);
   assert.equal(fresh.status, 0, 'nothing was sent: the caller may fail over');
@@ -123,7 +126,7 @@ class ScriptedBody {
 test('the last chunk goes out with the end when both arrive in one turn; a chunk on its own is written on the next microtask', async () => {
   const client = new ScriptedClient();
   const upstream = new ScriptedBody();
-  const outcome = pipeStream(client.asExchange(), upstream, passThroughTransform, { abort: () => {} }, 'test');
+  const outcome = pipeStream(client.asExchange(), upstream, passThroughTransform, { abort: () => {} }, TEST_CHANNEL);
   upstream.emit('data', Buffer.from('data: 1\n\n'));
   await Promise.resolve();
   assert.deepEqual(client.written, ['data: 1\n\n'], 'written without waiting for more');
@@ -139,7 +142,7 @@ test('the last chunk goes out with the end when both arrive in one turn; a chunk
   // to its error event instead of failing over
   const second = new ScriptedClient();
   const failing = new ScriptedBody();
-  const failed = pipeStream(second.asExchange(), failing, passThroughTransform, { abort: () => {} }, 'test');
+  const failed = pipeStream(second.asExchange(), failing, passThroughTransform, { abort: () => {} }, TEST_CHANNEL);
   failing.emit('data', Buffer.from('data: 1\n\n'));
   failing.emit('error', Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }));
   const failure = await failed;
