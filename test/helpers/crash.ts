@@ -1,7 +1,7 @@
 // Shared parts of the crash tests (test/hostile/crash-*.test.ts, watchdog.test.ts): the real
 // `tollgate serve` with two workers and the mock upstream, streams held in flight, its processes.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { get } from 'node:http';
 import { startMockUpstream, type MockUpstream } from '../../scripts/mock-upstream';
 import { LmdbStore as Store } from '../../src/store/lmdb';
@@ -26,6 +26,28 @@ export function childPids(parent: number): number[] {
     } catch { /* gone meanwhile */ }
   }
   return pids;
+}
+
+/** Established connections process `pid` holds on local port `port` (its socket fds matched against /proc/net/tcp*). */
+export function connectionsOn(pid: number, port: number): number {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const socket = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (socket) inodes.add(socket[1]);
+    } catch { /* closed meanwhile */ }
+  }
+  let count = 0;
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try { text = readFileSync(table, 'utf8'); } catch { continue; }
+    for (const line of text.split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      // local address, remote address, state (01: established), …, inode
+      if (fields.length > 9 && parseInt(fields[1].split(':')[1], 16) === port && fields[3] === '01' && inodes.has(fields[9])) count += 1;
+    }
+  }
+  return count;
 }
 
 export const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };

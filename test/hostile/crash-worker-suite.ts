@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import type { MockUpstream } from '../../scripts/mock-upstream';
-import { alive, CALLS, childPids, completed, HELD_MS, load, probe, serve, startCrashMock, streamCall, until } from '../helpers/crash';
+import { alive, CALLS, childPids, completed, connectionsOn, HELD_MS, load, probe, serve, startCrashMock, streamCall, until } from '../helpers/crash';
 import { startSupervisor, type Front } from '../helpers/gateway';
 import { assertMoneyInvariants } from '../helpers/money';
 import { sleep } from '../integration/chat-harness';
@@ -76,8 +76,10 @@ export function crashWorkerSuite(front: Front): void {
     test(`kill -9 of a worker and of the supervisor under load (${front} front): the surviving worker drains; money exact after the next start`, async () => {
       const { gateway, key, store, before: snapshot } = await serve(mock, front);
       try {
-        const [victim, survivor] = childPids(gateway.child.pid!);
+        const workers = childPids(gateway.child.pid!);
         const calls = await load(gateway.url, key.key);
+        // which worker took which connection is the kernel's choice: the one serving more survives
+        const [victim, survivor] = workers.sort((a, b) => connectionsOn(a, gateway.port) - connectionsOn(b, gateway.port));
         process.kill(victim, 'SIGKILL');
         gateway.child.kill('SIGKILL');
         await Promise.all(calls.map((call) => call.done));
