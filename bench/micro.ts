@@ -11,6 +11,7 @@ import { DEFAULT_FLUSH_MS, FLUSH_RECORDS, Ledger, sumCharges } from '../src/bill
 import { validateChatRequest } from '../src/formats/openai-chat';
 import { OpenAIStreamTail } from '../src/formats/openai-stream-tail';
 import { AnthropicToOpenAIStream } from '../src/formats/anthropic-stream-to-openai';
+import { StreamErrorRedactor } from '../src/formats/stream-error-redact';
 import { toAnthropicRequest, type OpenAIChatRequest } from '../src/formats/openai-to-anthropic';
 import { SseDecoder } from '../src/formats/sse';
 import { createLogger } from '../src/log';
@@ -118,6 +119,10 @@ export async function runMicro(options: { timeMs?: number } = {}): Promise<Row[]
       const tail = new OpenAIStreamTail({ model: 'bench-model' });
       for (const event of events) sink += tail.push(event)?.length ?? 0;
       sink += tail.finish().tail.length;
+    });
+    bench.add(`upstream error redaction check (StreamErrorRedactor, the same ${events.length} events, one push each)`, () => {
+      const redactor = new StreamErrorRedactor(() => []);
+      for (const event of events) sink += redactor.push(event)?.length ?? 0;
     });
     const burst = Buffer.concat(events);
     bench.add(`stream tail rewrite, burst (the same ${events.length} events in one push)`, () => {
