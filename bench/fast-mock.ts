@@ -13,7 +13,7 @@
 // Without the member a stream is `single` with the recorded default count.
 //
 // CLI: node dist/bench/fast-mock.js --port N [--chunks N] [--event-counts N,N] [--exit-with-stdin]   → prints {"url":"http://127.0.0.1:PORT"}
-import { request } from 'undici';
+import { request } from '../src/upstream/undici';
 import { startMockUpstream } from '../scripts/mock-upstream';
 import { loadUws, type UwsResponse } from '../src/http/uws-server';
 

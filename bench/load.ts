@@ -4,7 +4,7 @@
 // sub-millisecond targets).
 import autocannon from 'autocannon';
 import { connect, type Socket } from 'node:net';
-import { Client } from 'undici';
+import { Client } from '../src/upstream/undici';
 import { eventsPerStream, shapeMember, type ShapeRequest } from './fast-mock';
 import { cpuSeconds } from './processes';
 import { StreamClients } from './streams';

@@ -7,7 +7,7 @@
 // other answers are sent whole.
 //
 // CLI: node dist/bench/passthrough.js --port N --upstream URL [--exit-with-stdin]   → prints {"url":"http://127.0.0.1:PORT"}
-import { Pool } from 'undici';
+import { Pool } from '../src/upstream/undici';
 import { loadUws, statusLine, type UwsResponse } from '../src/http/uws-server';
 import { CallAbort } from '../src/upstream/call-abort';
 import { MAX_CONNECTIONS_PER_ORIGIN } from '../src/upstream/pools';

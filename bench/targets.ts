@@ -4,7 +4,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { request } from 'undici';
+import { request } from '../src/upstream/undici';
 import { childPids, runNode, type ChildProcesses, type Placement } from './processes';
 import { WORKER_V8_FLAGS } from '../src/supervisor';
 

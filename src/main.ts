@@ -16,6 +16,7 @@ import { UpstreamPools } from './upstream/pools';
 import { TaskPool } from './pool';
 import { localOperations, type Operations } from './ops/operations';
 import { createAccessLogger } from './ops/access-log';
+import { frontFor } from './runtime';
 
 export interface RunningGateway {
   port: number;
@@ -101,7 +102,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     },
     handler: createDispatcher(context),
     rejection: rejectionAnswerFor(config),
-  }, config.front, (message) => log.warn(message));
+  }, frontFor(config.front), (message) => log.warn(message));
   const port = await server.listen();
 
   let closing: Promise<void> | null = null;

@@ -8,6 +8,7 @@ import { bootstrapAdmin, openMasterKey } from './bootstrap';
 import { openStore, type Store } from './store';
 import { supervisorLink, workerMessageServer, type WorkerMessage } from './supervisor-link';
 import { startWatchdog } from './watchdog';
+import { RUNTIME, frontFor, type Runtime } from './runtime';
 import { linkedOperations, supervisorOperations } from './ops/cluster-link';
 
 /** the most a worker's young-generation semi-space grows to, MiB, unless it starts larger */
@@ -29,6 +30,11 @@ export function workerV8Flags(semiSpaceMb = DEFAULT_WORKER_SEMI_SPACE_MB): strin
   return [`--min-semi-space-size=${semiSpaceMb}`, `--max-semi-space-size=${Math.max(semiSpaceMb, WORKER_SEMI_SPACE_MAX_MB)}`, '--no-allocation-site-pretenuring'];
 }
 export const WORKER_V8_FLAGS: readonly string[] = workerV8Flags();
+
+/** The runtime flags a worker is forked with: V8's on Node; none on Bun, whose JavaScriptCore has no such flags. */
+export function workerRuntimeFlags(semiSpaceMb: number, runtime: Runtime = RUNTIME): string[] {
+  return runtime.name === 'node' ? workerV8Flags(semiSpaceMb) : [];
+}
 
 /** Port 0 means "any free port": pick one here so every worker binds the same one. */
 async function concretePort(host: string, port: number): Promise<number> {
@@ -52,6 +58,9 @@ export async function runSupervisor(config: Config, configPath: string | undefin
   await openMasterKey(store, config);
   const port = await concretePort(config.listen.host, config.listen.port);
   const jobs = await startBackgroundJobs(store, config, log);
+  if (frontFor(config.front) !== config.front) {
+    log.info({ runtime: RUNTIME.name, configured_front: config.front }, `front "${config.front}" is configured, but uWebSockets.js is a Node addon that ${RUNTIME.name} cannot load: the workers serve with node:http`);
+  }
 
   let stopping = false;
   const restarts: number[] = [];
@@ -80,7 +89,8 @@ export async function runSupervisor(config: Config, configPath: string | undefin
       watchdog.watch(worker, workerId);
       if (!announced && listening.size >= config.workers) {
         announced = true;
-        log.info({ port, workers: config.workers, front: message.front, data_dir: config.dataDir }, `Tollgate listening on http://${config.listen.host}:${port}`);
+        log.info({ port, workers: config.workers, runtime: RUNTIME.name, runtime_version: RUNTIME.version, front: message.front, data_dir: config.dataDir },
+          `Tollgate listening on http://${config.listen.host}:${port} (${RUNTIME.name} ${RUNTIME.version}, ${message.front === 'uws' ? 'uWebSockets.js' : 'node:http'} front)`);
       }
     });
     return worker;
@@ -95,7 +105,7 @@ export async function runSupervisor(config: Config, configPath: string | undefin
   cluster.schedulingPolicy = cluster.SCHED_NONE;
   cluster.setupPrimary({
     exec: require.resolve('./cli'), args: ['worker'], silent: false,
-    execArgv: [...process.execArgv, ...workerV8Flags(config.workerSemiSpaceMb)],
+    execArgv: [...process.execArgv, ...workerRuntimeFlags(config.workerSemiSpaceMb)],
   });
   cluster.on('exit', (worker, code, signal) => {
     const workerId = workerIds.get(worker.id);

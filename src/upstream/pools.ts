@@ -1,6 +1,6 @@
 // One undici Pool per upstream origin and connect timeout, created on first use and shared by every
 // request of the process (channels on one origin with different connect_ms get their own pool). request() with pipelining 1 and keep-alive; never the global fetch (far costlier per request; DESIGN §6).
-import { Pool } from 'undici';
+import { Pool } from './undici';
 
 export interface PoolOptions { connectMs: number }
 

@@ -12,7 +12,7 @@
 // upstream once 64 KiB wait); an error drops what is pending; destroy() aborts the upstream, and
 // destroy(error) delivers that error. Errors and deliveries after a resume() come on a microtask,
 // never from inside the call that caused them.
-import { errors, type Dispatcher } from 'undici';
+import { errors, type Dispatcher } from './undici';
 import type { CallSignal } from '../providers/types';
 
 /** The part of a readable body the relays use; a Node Readable is one too (the simulator's are). */

@@ -14,8 +14,14 @@ import { clusterEngines, enginesMissing, freePort, freshDatabase, freshPrefix } 
 export { freePort, stopClusterEngines } from './engines';
 import pino from 'pino';
 
-export const FRONTS = ['uws', 'node'] as const;
-export type Front = typeof FRONTS[number];
+export type Front = 'uws' | 'node';
+/**
+ * The fronts the suites run on, following the runtime: both on Node; on Bun only node:http, since
+ * uWebSockets.js is a Node addon that Bun cannot load (src/runtime.ts serves node:http there).
+ */
+export const FRONTS: readonly Front[] = process.versions.bun ? ['node'] : ['uws', 'node'];
+/** The first of FRONTS: the front of suites that run on one front only (uws on Node, node on Bun). */
+export const MAIN_FRONT: Front = FRONTS[0];
 
 /** The store backends the store-backed suites run on (postgres: PostgreSQL + Redis, test/helpers/engines.ts). */
 export const BACKENDS = ['lmdb', 'postgres'] as const;
@@ -37,7 +43,7 @@ export const SETUPS: readonly Setup[] = [
 
 /** The same for suites about the store rather than the front: LMDB on the first front, PostgreSQL + Redis on every front. */
 export const STORE_SETUPS: readonly Setup[] = [
-  { front: FRONTS[0], backend: 'lmdb', label: 'lmdb store', skip: undefined },
+  { front: MAIN_FRONT, backend: 'lmdb', label: 'lmdb store', skip: undefined },
   ...POSTGRES_SETUPS,
 ];
 
@@ -58,6 +64,8 @@ export async function withBackend(backend: Backend, raw?: Record<string, unknown
 
 export const REPO_ROOT = join(__dirname, '..', '..', '..');
 export const CLI = join(REPO_ROOT, 'dist', 'src', 'cli.js');
+/** The Bun binary of the @oven/bun-linux-x64 dev dependency (what `npm run test:bun` runs the suite with). */
+export const BUN_BINARY = join(REPO_ROOT, 'node_modules', '@oven', 'bun-linux-x64', 'bin', 'bun');
 
 export function tempDir(prefix = 'tollgate-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
@@ -78,7 +86,7 @@ export async function startTestGateway(options: { front?: Front; raw?: Record<st
   /** the gateway's logger (default: errors only); its level is also the access log's */
   log?: Logger; accessLog?: Logger; configPath?: string } = {}): Promise<TestGateway> {
   const dataDir = tempDir();
-  const env: NodeJS.ProcessEnv = { TOLLGATE_DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', TOLLGATE_FRONT: options.front ?? 'uws', ...options.env };
+  const env: NodeJS.ProcessEnv = { TOLLGATE_DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', TOLLGATE_FRONT: options.front ?? MAIN_FRONT, ...options.env };
   const config = options.configPath && !options.raw ? loadConfig({ path: options.configPath, env })
     : loadConfig({ raw: await withBackend(options.backend ?? 'lmdb', options.raw), env });
   const gateway = await startGateway(config, { log: options.log ?? createLogger('error'), accessLog: options.accessLog, configPath: options.configPath });
@@ -106,11 +114,13 @@ export interface SupervisedGateway {
 }
 
 /** The real `tollgate serve` with N worker processes; resolves once it logged that it listens. */
-export async function startSupervisor(options: { workers?: number; dataDir?: string; env?: Record<string, string>; configPath?: string; detached?: boolean } = {}): Promise<SupervisedGateway> {
+export async function startSupervisor(options: { workers?: number; dataDir?: string; env?: Record<string, string>; configPath?: string; detached?: boolean;
+  /** the runtime binary that runs the CLI (default: this test's own, process.execPath) */
+  execPath?: string } = {}): Promise<SupervisedGateway> {
   const dataDir = options.dataDir ?? tempDir();
   const port = await freePort();
   const args = [CLI, 'serve', ...(options.configPath ? ['--config', options.configPath] : [])];
-  const child = spawn(process.execPath, args, {
+  const child = spawn(options.execPath ?? process.execPath, args, {
     env: { ...process.env, TOLLGATE_DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: String(port), TOLLGATE_WORKERS: String(options.workers ?? 2), ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'], detached: options.detached === true,
   });

@@ -3,7 +3,7 @@
 // requests never overspent, and a killed worker's leases refunded by the supervisor.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { Agent, request } from 'undici';
+import { Agent, request } from '../../src/upstream/undici';
 import { startMockUpstream, type MockUpstream } from '../../scripts/mock-upstream';
 import { LmdbStore as Store } from '../../src/store/lmdb';
 import { call, startSupervisor, type SupervisedGateway } from '../helpers/gateway';

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Client } from 'pg';
-import { Agent, request } from 'undici';
+import { Agent, request } from '../../src/upstream/undici';
 import { startMockUpstream, type MockUpstream } from '../../scripts/mock-upstream';
 import { loadConfig } from '../../src/config';
 import { openStore, type Store } from '../../src/store';

@@ -7,16 +7,16 @@ import { isGatewayError, renderError, type GatewayErrorShape } from '../../src/e
 import {
   encodeMultipart, isMultipart, parseMultipart, validateImageEdit, type MultipartLimits, type ParsedEditForm,
 } from '../../src/formats/multipart';
+import { formBody } from '../helpers/form-body';
 
 const LIMITS: MultipartLimits = { totalBytes: 1024 * 1024, fileBytes: 64 * 1024, files: 4, fieldBytes: 1024, fields: 8 };
 const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
 
-/** Encodes the way a browser or the openai SDK does (undici's FormData serializer), independent of encodeMultipart. */
+/** Encodes the way a browser or the openai SDK does (test/helpers/form-body.ts), independent of encodeMultipart. */
 async function clientForm(build: (form: FormData) => void): Promise<{ body: Uint8Array; contentType: string }> {
   const form = new FormData();
   build(form);
-  const response = new Response(form);
-  return { body: new Uint8Array(await response.arrayBuffer()), contentType: response.headers.get('content-type') ?? '' };
+  return formBody(form);
 }
 
 const file = (bytes: Uint8Array, type = 'image/png'): Blob => new Blob([bytes as Uint8Array<ArrayBuffer>], { type });

@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import type { GatewayErrorShape } from '../../src/errors';
 import type { MultipartLimits, ParsedEditForm } from '../../src/formats/multipart';
 import { TaskPool, type TaskCancel } from '../../src/pool';
+import { formBody } from '../helpers/form-body';
 
 const LIMITS: MultipartLimits = { totalBytes: 1024 * 1024, fileBytes: 64 * 1024, files: 4, fieldBytes: 1024, fields: 8 };
 
@@ -14,8 +15,7 @@ async function form(): Promise<{ body: Uint8Array; contentType: string }> {
   data.append('model', 'sim-image');
   data.append('prompt', 'add a boat');
   data.append('image', new Blob([new Uint8Array(2048)], { type: 'image/png' }), 'photo.png');
-  const response = new Response(data);
-  return { body: new Uint8Array(await response.arrayBuffer()), contentType: response.headers.get('content-type') ?? '' };
+  return formBody(data);
 }
 
 /** A count_tokens body the pool counts for a while: random CJK, counted exactly up to its bound. */

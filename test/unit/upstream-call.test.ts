@@ -5,7 +5,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Pool } from 'undici';
+import { Pool } from '../../src/upstream/undici';
 import type { ChannelConfig, ModelConfig } from '../../src/config';
 import type { GatewayError } from '../../src/errors';
 import { callUpstream, readAnswer } from '../../src/providers/http-call';
