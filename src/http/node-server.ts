@@ -8,13 +8,42 @@ import type { Exchange, Headers, HttpServer, ServerOptions } from './types';
 
 
 /**
- * The answer to a request llhttp could not parse. Its reasons are fixed texts of the parser (never
- * client bytes), so they go into the message.
+ * Reasons for the parser's codes where the error carries none: Bun's node:http reports llhttp's codes
+ * without llhttp's reason texts.
  */
-function parseFailure(error: NodeJS.ErrnoException & { reason?: string }, maxHeaderBytes: number): { status: number; message: string } {
-  if (error.code === 'HPE_HEADER_OVERFLOW') return { status: 431, message: `request headers exceed the ${maxHeaderBytes}-byte limit` };
+const CODE_REASONS: Readonly<Record<string, string>> = {
+  HPE_UNEXPECTED_CONTENT_LENGTH: 'Content-Length repeated or sent with Transfer-Encoding',
+  HPE_INVALID_CONTENT_LENGTH: 'invalid Content-Length',
+  HPE_INVALID_TRANSFER_ENCODING: 'invalid Transfer-Encoding',
+  HPE_INVALID_CHUNK_SIZE: 'invalid chunk size',
+  HPE_INVALID_METHOD: 'invalid method',
+  HPE_INVALID_URL: 'invalid URL',
+  HPE_INVALID_VERSION: 'invalid HTTP version',
+  HPE_INVALID_HEADER_TOKEN: 'invalid header name or value',
+};
+
+/** Header lines in the head of a raw request (the request line not counted). */
+function headerLines(raw: Buffer): number {
+  const end = raw.indexOf('\r\n\r\n');
+  const head = raw.subarray(0, end === -1 ? raw.length : end).toString('latin1');
+  return head.split('\r\n').length - 1;
+}
+
+/**
+ * The answer to a request llhttp could not parse. Its reasons are fixed texts of the parser (never
+ * client bytes), so they go into the message. A header overflow is the line count when the head has
+ * more lines than allowed (Bun's parser stops at maxHeadersCount where Node's drops the rest), the
+ * byte size otherwise.
+ */
+function parseFailure(error: NodeJS.ErrnoException & { reason?: string; rawPacket?: Buffer }, maxHeaderBytes: number): { status: number; message: string } {
+  if (error.code === 'HPE_HEADER_OVERFLOW') {
+    const lines = Buffer.isBuffer(error.rawPacket) ? headerLines(error.rawPacket) : 0;
+    if (lines > MAX_HEADER_COUNT) return { status: 431, message: `request has more than ${MAX_HEADER_COUNT} header lines; the limit is ${MAX_HEADER_COUNT}` };
+    return { status: 431, message: `request headers exceed the ${maxHeaderBytes}-byte limit` };
+  }
   if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, message: 'request timed out' };
-  const reason = typeof error.reason === 'string' ? `: ${error.reason.replace(/`/g, '')}` : '';
+  const text = typeof error.reason === 'string' ? error.reason : CODE_REASONS[error.code ?? ''];
+  const reason = text === undefined ? '' : `: ${text.replace(/`/g, '')}`;
   return { status: 400, message: `malformed HTTP request${reason}` };
 }
 

@@ -15,11 +15,13 @@ export { freePort, stopClusterEngines } from './engines';
 import pino from 'pino';
 
 export type Front = 'uws' | 'node';
+/** Why uWS cannot run in this test process (a `skip` reason), or false where it can. */
+export const NO_UWS: string | false = process.versions.bun ? 'uWebSockets.js is a Node addon that Bun cannot load' : false;
 /**
- * The fronts the suites run on, following the runtime: both on Node; on Bun only node:http, since
- * uWebSockets.js is a Node addon that Bun cannot load (src/runtime.ts serves node:http there).
+ * The fronts the suites run on, following the runtime: both on Node; on Bun only node:http (NO_UWS;
+ * src/runtime.ts serves node:http there).
  */
-export const FRONTS: readonly Front[] = process.versions.bun ? ['node'] : ['uws', 'node'];
+export const FRONTS: readonly Front[] = NO_UWS ? ['node'] : ['uws', 'node'];
 /** The first of FRONTS: the front of suites that run on one front only (uws on Node, node on Bun). */
 export const MAIN_FRONT: Front = FRONTS[0];
 
