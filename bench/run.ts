@@ -4,6 +4,7 @@
 //   --soak [--requests N]                N mixed requests through Tollgate, worker RSS watched
 //   --micro                              tinybench micro benchmarks (bench/micro.ts)
 //   --cluster                            one node on PostgreSQL + Redis beside one on LMDB (bench/cluster.ts)
+//   --runtimes                           Node + uWS, Node + node:http and Bun + node:http (bench/runtimes.ts)
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
@@ -16,6 +17,7 @@ import {
 } from './report';
 import { runMicro } from './micro';
 import { runCluster } from './cluster';
+import { runRuntimes } from './runtimes';
 import { summarizeProfiles } from './profile';
 import { runSoak, soakChecks } from './soak';
 import { DEFAULT_WORKER_SEMI_SPACE_MB, LOW_MEMORY_WORKER_SEMI_SPACE_MB } from '../src/config';
@@ -45,14 +47,15 @@ const USAGE = `npm run bench -- [options]
   --soak [--requests N] [--max-seconds S]   N mixed requests through Tollgate (default 1,000,000, 3600 s)
   --profile           V8 CPU profile of Tollgate's processes (bench/results/profiles/), summarised in the table
   --micro             micro benchmarks (tinybench)
-  --cluster           the cluster backend: a node on PostgreSQL + Redis beside one on LMDB, limits off and on (rounds, round-seconds, connections apply)`;
+  --cluster           the cluster backend: a node on PostgreSQL + Redis beside one on LMDB, limits off and on (rounds, round-seconds, connections apply)
+  --runtimes          Tollgate on Node + uWS, Node + node:http and Bun + node:http: CPU per call, req/s, worker RSS (rounds, round-seconds, connections apply)`;
 
 interface Options {
   duration: number; warmup: number; connections: number; idle: number; ttfbRequests: number; chunks: number;
   rounds: number; roundSeconds: number; only?: Set<string>;
   live: ScenarioOptions['live']; memory: { streams: number; chunks: number; gapMs: number };
   gatewayCpus?: string; clientCpus?: string; target?: string; key?: string; model?: string;
-  soak: boolean; requests: number; maxSeconds: number; micro: boolean; profile: boolean; cluster: boolean;
+  soak: boolean; requests: number; maxSeconds: number; micro: boolean; profile: boolean; cluster: boolean; runtimes: boolean;
   /** set from --profile: where Tollgate's processes write their profiles */
   profileDir?: string;
 }
@@ -75,7 +78,7 @@ function parseOptions(argv: string[]): Options {
       'ttfb-requests': { type: 'string' }, chunks: { type: 'string' }, 'gateway-cpus': { type: 'string' }, 'client-cpus': { type: 'string' },
       target: { type: 'string' }, key: { type: 'string' }, model: { type: 'string' },
       soak: { type: 'boolean' }, requests: { type: 'string' }, 'max-seconds': { type: 'string' }, micro: { type: 'boolean' }, profile: { type: 'boolean' },
-      cluster: { type: 'boolean' },
+      cluster: { type: 'boolean' }, runtimes: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -107,6 +110,7 @@ function parseOptions(argv: string[]): Options {
     maxSeconds: positive('max-seconds', values['max-seconds'], 3600),
     micro: values.micro === true,
     cluster: values.cluster === true,
+    runtimes: values.runtimes === true,
     profile: values.profile === true,
   };
 }
@@ -388,6 +392,11 @@ async function main(): Promise<void> {
   }
   if (options.cluster) {
     const { markdown, json } = await runCluster({ ...options, rounds: Math.max(1, options.rounds), warmup: Math.min(options.warmup, 1) }, log);
+    process.stdout.write(`${markdown}\nresults: ${json}\n`);
+    return;
+  }
+  if (options.runtimes) {
+    const { markdown, json } = await runRuntimes({ ...options, rounds: Math.max(1, options.rounds), warmup: Math.min(options.warmup, 1) }, log);
     process.stdout.write(`${markdown}\nresults: ${json}\n`);
     return;
   }
