@@ -48,7 +48,7 @@ const USAGE = `npm run bench -- [options]
   --profile           V8 CPU profile of Tollgate's processes (bench/results/profiles/), summarised in the table
   --micro             micro benchmarks (tinybench)
   --cluster           the cluster backend: a node on PostgreSQL + Redis beside one on LMDB, limits off and on (rounds, round-seconds, connections apply)
-  --runtimes          Tollgate on Node + uWS, Node + node:http and Bun + node:http: CPU per call, req/s, worker RSS (rounds, round-seconds, connections apply)`;
+  --runtimes          Tollgate on Node + uWS, Node + node:http and Bun + node:http: CPU per call, req/s, worker RSS (rounds, round-seconds, warmup, connections apply)`;
 
 interface Options {
   duration: number; warmup: number; connections: number; idle: number; ttfbRequests: number; chunks: number;
@@ -396,7 +396,7 @@ async function main(): Promise<void> {
     return;
   }
   if (options.runtimes) {
-    const { markdown, json } = await runRuntimes({ ...options, rounds: Math.max(1, options.rounds), warmup: Math.min(options.warmup, 1) }, log);
+    const { markdown, json } = await runRuntimes({ ...options, rounds: Math.max(1, options.rounds), warmup: options.warmup }, log);
     process.stdout.write(`${markdown}\nresults: ${json}\n`);
     return;
   }
