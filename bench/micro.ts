@@ -97,7 +97,8 @@ export async function runMicro(options: { timeMs?: number } = {}): Promise<Row[]
 
     const body = twoKilobyteBody();
     const events = mockStreamEvents();
-    const openAIRequest = JSON.parse(readFileSync(join(FIXTURES, 'openai-request.json'), 'utf8')) as OpenAIChatRequest;
+    // the fixture asks for n: 2, which an Anthropic channel refuses (one choice only) since issue 23
+    const openAIRequest = { ...JSON.parse(readFileSync(join(FIXTURES, 'openai-request.json'), 'utf8')), n: 1 } as OpenAIChatRequest;
     const anthropicEvents = new SseDecoder().push(readFileSync(join(FIXTURES, 'anthropic-stream-text.sse')));
     let next = 0;
     let sink = 0;
