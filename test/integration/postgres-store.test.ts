@@ -57,6 +57,15 @@ describe('the PostgreSQL store', { skip: enginesMissing() }, () => {
       /schema version 99.*upgrade Tollgate/);
   });
 
+  test('a database out of reach at start is refused naming where and why, without the password', async () => {
+    await assert.rejects(PostgresStore.open({ url: 'postgres://tollgate:s3cret-pw@127.0.0.1:1/x', poolSize: 1, leaseTtlMs: 1_000, redis: { url: 'redis://127.0.0.1:1', prefix: 'x:', timeoutMs: 50 }, warn: () => undefined }),
+      (error: Error) => {
+        assert.match(error.message, /PostgreSQL at .*127\.0\.0\.1:1.* cannot be reached: .*ECONNREFUSED/);
+        assert.doesNotMatch(error.message, /s3cret-pw/);
+        return true;
+      });
+  });
+
   test('a lease is all or nothing: a key short of quota takes nothing from the account', async () => {
     const account = await store.accounts.create('lease-account', 'default', 10_000);
     assert.notEqual(account, 'exists');

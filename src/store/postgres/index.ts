@@ -3,6 +3,8 @@
 // hot and may be lost (rate-limit windows, concurrency slots, the reveal limit; src/store/redis/).
 import { PostgresAdmin, PostgresAudit } from './operations';
 import { hostname } from 'node:os';
+import { redactedUrl } from '../../config-store';
+import { GatewayError } from '../../errors';
 import type { Pool } from 'pg';
 import type { SealedValue } from '../../auth/secrets';
 import { RedisCounters } from '../redis/limits';
@@ -71,7 +73,9 @@ export class PostgresStore implements Store {
       await migrateDatabase(pool);
     } catch (error) {
       await pool.end().catch(() => undefined);
-      throw error;
+      // at start the operator needs the driver's reason (refused, timed out …), not a call's 503
+      const cause = error instanceof GatewayError ? (error as { cause?: Error }).cause : undefined;
+      throw cause ? new Error(`PostgreSQL at ${redactedUrl(options.url)} cannot be reached: ${cause.message}`) : error;
     }
     const cache = new HotCache(pool, options.url, (error) => options.warn('PostgreSQL: the change feed was lost; per-call lookups read the database until it is back', error));
     await cache.start();
