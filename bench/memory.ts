@@ -58,19 +58,44 @@ export async function measureOpenStreams(target: string, endpoint: Endpoint, bod
 export interface DeploymentMemory {
   workers: number;
   workerSemiSpaceMb: number;
+  /** the config's `low_memory` */
+  lowMemory: boolean;
   processes: { role: 'supervisor' | 'worker'; pid: number; rssKb: number; pssKb: number; threads: number }[];
   rssKb: number;
   pssKb: number;
 }
 
 /** RSS and PSS of a running deployment's processes, summed (PSS splits the pages they share). */
-export function deploymentMemory(supervisorPid: number, workerPids: number[], workers: number, workerSemiSpaceMb: number): DeploymentMemory {
+export function deploymentMemory(supervisorPid: number, workerPids: number[], workers: number, workerSemiSpaceMb: number, lowMemory = false): DeploymentMemory {
   const processes = [supervisorPid, ...workerPids].map((pid, index) => ({
     role: index === 0 ? 'supervisor' as const : 'worker' as const, pid,
     rssKb: readMemory(pid)?.rssKb ?? 0, pssKb: readPss(pid) ?? 0, threads: threadCount(pid),
   }));
   return {
-    workers, workerSemiSpaceMb, processes,
+    workers, workerSemiSpaceMb, lowMemory, processes,
     rssKb: processes.reduce((sum, entry) => sum + entry.rssKb, 0), pssKb: processes.reduce((sum, entry) => sum + entry.pssKb, 0),
   };
+}
+
+/**
+ * The deployment's memory once it is idle: sampled every 500 ms from `minIdleMs` after its last call
+ * until its RSS sum has stayed within 1% for 2 s (or `maxIdleMs` passed). For a few seconds after
+ * its first upstream calls a worker grows by tens of MiB and then drops back: V8 optimising what
+ * those calls ran (undici's HTTP parser among it) on a background thread. A sample inside that
+ * window measures the compile, not the idle deployment.
+ */
+export async function idleDeploymentMemory(read: () => DeploymentMemory, minIdleMs = 2_000, maxIdleMs = 15_000): Promise<DeploymentMemory> {
+  await sleep(minIdleMs);
+  const started = Date.now();
+  const samples = [read()];
+  const steady = () => {
+    if (samples.length < 5) return false;
+    const last = samples.slice(-5).map((entry) => entry.rssKb);
+    return Math.max(...last) <= Math.min(...last) * 1.01;
+  };
+  while (!steady() && Date.now() - started < maxIdleMs - minIdleMs) {
+    await sleep(500);
+    samples.push(read());
+  }
+  return samples[samples.length - 1];
 }

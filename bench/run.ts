@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { checkEndpoint, chatBody, IdleConnections, isThroughput, measureFirstByte, runScenario, scenarios, type Endpoint, type Scenario, type ScenarioOptions } from './load';
-import { deploymentMemory, measureOpenStreams, type DeploymentMemory, type OpenStreamsReport } from './memory';
+import { deploymentMemory, idleDeploymentMemory, measureOpenStreams, type DeploymentMemory, type OpenStreamsReport } from './memory';
 import { ChildProcesses, choosePlacement, MemorySampler, pinSelf, readMemory, type Placement } from './processes';
 import {
   checkLines, describeMachine, evaluateMemory, evaluateTargets, renderMarkdown, RESULTS_DIR, writeResults, type AlternatedRounds, type Check, type RunReport, type TargetRun,
@@ -38,6 +38,7 @@ const USAGE = `npm run bench -- [options]
   --memory-streams N  concurrent live streams of the memory scenario (default 2000; 0 = no memory scenarios)
   --memory-chunks N   content chunks of those streams (default 200)
   --memory-gap-ms N   milliseconds between their events (default 50)
+  --memory-only       only the memory scenarios (with --memory-streams 0: only the idle deployments)
   --idle N            idle keep-alive connections held against Tollgate meanwhile (default 5000; 0 = off)
   --ttfb-requests N   streaming requests timed to their first byte (default 2000, at most 15 s)
   --chunks N          content chunks per mock stream (default 20)
@@ -55,7 +56,7 @@ interface Options {
   rounds: number; roundSeconds: number; only?: Set<string>;
   live: ScenarioOptions['live']; memory: { streams: number; chunks: number; gapMs: number };
   gatewayCpus?: string; clientCpus?: string; target?: string; key?: string; model?: string;
-  soak: boolean; requests: number; maxSeconds: number; micro: boolean; profile: boolean; cluster: boolean; runtimes: boolean;
+  memoryOnly: boolean; soak: boolean; requests: number; maxSeconds: number; micro: boolean; profile: boolean; cluster: boolean; runtimes: boolean;
   /** set from --profile: where Tollgate's processes write their profiles */
   profileDir?: string;
 }
@@ -73,7 +74,7 @@ function parseOptions(argv: string[]): Options {
     options: {
       duration: { type: 'string' }, warmup: { type: 'string' }, connections: { type: 'string' }, idle: { type: 'string' },
       scenarios: { type: 'string' }, 'live-connections': { type: 'string' }, 'live-chunks': { type: 'string' }, 'live-gap-ms': { type: 'string' },
-      'live-seconds': { type: 'string' }, 'memory-streams': { type: 'string' }, 'memory-chunks': { type: 'string' }, 'memory-gap-ms': { type: 'string' },
+      'live-seconds': { type: 'string' }, 'memory-streams': { type: 'string' }, 'memory-chunks': { type: 'string' }, 'memory-gap-ms': { type: 'string' }, 'memory-only': { type: 'boolean' },
       rounds: { type: 'string' }, 'round-seconds': { type: 'string' },
       'ttfb-requests': { type: 'string' }, chunks: { type: 'string' }, 'gateway-cpus': { type: 'string' }, 'client-cpus': { type: 'string' },
       target: { type: 'string' }, key: { type: 'string' }, model: { type: 'string' },
@@ -105,7 +106,7 @@ function parseOptions(argv: string[]): Options {
     chunks: Math.round(positive('chunks', values.chunks, 20, true)),
     gatewayCpus: values['gateway-cpus'], clientCpus: values['client-cpus'],
     target: values.target, key: values.key, model: values.model,
-    soak: values.soak === true,
+    memoryOnly: values['memory-only'] === true, soak: values.soak === true,
     requests: Math.round(positive('requests', values.requests, 1_000_000)),
     maxSeconds: positive('max-seconds', values['max-seconds'], 3600),
     micro: values.micro === true,
@@ -237,14 +238,8 @@ function tollgateMemory(tollgate: Tollgate, sampler: MemorySampler): { process: 
 /** the memory scenario's calls and idle starts must end within this */
 const MEMORY_SCENARIO_SECONDS = 60;
 
-/**
- * Memory per open stream (fresh pass-through and Tollgate, `--memory-streams` live streams at once),
- * then the idle RSS of Tollgate deployments of 1 and 2 workers, with the default and the low-memory
- * young generation.
- */
-async function memoryScenarios(options: Options, placement: Placement, children: ChildProcesses, mockUrl: string):
-  Promise<{ openStreams: OpenStreamsReport[]; deployments: DeploymentMemory[] }> {
-  const openStreams: OpenStreamsReport[] = [];
+/** Memory per open stream: a fresh pass-through, then a fresh Tollgate of each young-generation size. */
+async function openStreamScenarios(options: Options, placement: Placement, children: ChildProcesses, mockUrl: string, openStreams: OpenStreamsReport[]): Promise<void> {
   const { streams, chunks, gapMs } = options.memory;
   const body = chatBody(BENCH_MODEL, true, { shape: 'live', contentChunks: chunks, gapMs });
   log(`memory: ${streams} live streams (${chunks + 4} events ${gapMs} ms apart) against a fresh pass-through`);
@@ -269,15 +264,26 @@ async function memoryScenarios(options: Options, placement: Placement, children:
       tollgate.cleanup();
     }
   }
+}
+
+/**
+ * Memory per open stream (fresh pass-through and Tollgate, `--memory-streams` live streams at once;
+ * none with 0), then the idle RSS of Tollgate deployments of 1 and 2 workers, with the low-memory
+ * setting and the default.
+ */
+async function memoryScenarios(options: Options, placement: Placement, children: ChildProcesses, mockUrl: string):
+  Promise<{ openStreams: OpenStreamsReport[]; deployments: DeploymentMemory[] }> {
+  const openStreams: OpenStreamsReport[] = [];
+  if (options.memory.streams > 0) await openStreamScenarios(options, placement, children, mockUrl, openStreams);
   const deployments: DeploymentMemory[] = [];
-  for (const workerSemiSpaceMb of [LOW_MEMORY_WORKER_SEMI_SPACE_MB, DEFAULT_WORKER_SEMI_SPACE_MB]) {
+  // the low-memory setting (`low_memory: true`, whose young generation is LOW_MEMORY_WORKER_SEMI_SPACE_MB) and the default
+  for (const [lowMemory, workerSemiSpaceMb] of [[true, LOW_MEMORY_WORKER_SEMI_SPACE_MB], [false, DEFAULT_WORKER_SEMI_SPACE_MB]] as const) {
     for (const workers of [1, 2]) {
-      log(`memory: idle deployment, ${workers} worker(s), worker_semi_space_mb ${workerSemiSpaceMb}`);
-      const idle = await startTollgate(children, placement, mockUrl, { topUpUsd: 1_000, workers, workerSemiSpaceMb });
+      log(`memory: idle deployment, ${workers} worker(s), low_memory ${lowMemory}, worker_semi_space_mb ${workerSemiSpaceMb}`);
+      const idle = await startTollgate(children, placement, mockUrl, { topUpUsd: 1_000, workers, workerSemiSpaceMb, config: { low_memory: lowMemory } });
       try {
         await checkEndpoint(chatEndpoint(idle.url, idle.key), BENCH_MODEL);
-        await new Promise((resolve) => setTimeout(resolve, 2_000));
-        deployments.push(deploymentMemory(idle.supervisorPid, idle.workerPids(), workers, workerSemiSpaceMb));
+        deployments.push(await idleDeploymentMemory(() => deploymentMemory(idle.supervisorPid, idle.workerPids(), workers, workerSemiSpaceMb, lowMemory)));
       } finally {
         await children.stop(idle.supervisorPid);
         idle.cleanup();
@@ -292,6 +298,11 @@ async function compare(options: Options, placement: Placement, children: ChildPr
   const measure: Measure = { options, scenarioList: selectedScenarios(options), model: BENCH_MODEL };
   log('starting the mock upstream, the pass-through and Tollgate');
   const mock = await startMock(children, placement, options.chunks, [options.live.chunks, options.memory.chunks]);
+  if (options.memoryOnly) {
+    const memory = await memoryScenarios(options, placement, children, mock.url);
+    notes.push('--memory-only: the memory scenarios alone');
+    return { targets: [], checks: evaluateMemory(memory.openStreams, memory.deployments), alternated: [], ...memory };
+  }
   const passthrough = await startPassthroughProcess(children, placement, mock.url);
   const tollgate = await startTollgate(children, placement, mock.url, { topUpUsd: 100_000, profileDir: options.profileDir });
   try {
@@ -339,7 +350,7 @@ async function compare(options: Options, placement: Placement, children: ChildPr
     if (memory) {
       notes.push(`memory per open stream: a fresh pass-through and a fresh Tollgate (1 worker, default young generation), ${options.memory.streams} live streams opened at once, `
         + 'one call per connection; RSS of the process that carries the streams (for Tollgate its worker) before them and the highest sampled every 100 ms while they were open');
-      notes.push('idle deployments: Tollgate started with a fresh data dir, one stream and one non-stream call, then 2 s idle; RSS of the supervisor and every worker summed '
+      notes.push('idle deployments: Tollgate started with a fresh data dir, one stream and one non-stream call, then idle until its RSS held within 1% for 2 s (2–15 s after the calls); RSS of the supervisor and every worker summed '
         + '(PSS beside it: RSS counts the pages the processes share, such as Node\'s own code, once per process)');
       checks.push(...evaluateMemory(memory.openStreams, memory.deployments));
     }

@@ -9,7 +9,7 @@ import { ConfigError, loadConfig, QUOTA_PER_USD, redacted, type Config } from '.
 import { createLogger } from './log';
 import { bootstrapAdmin } from './bootstrap';
 import { accountView } from './formats/account-view';
-import { applyMigrations, copyLmdbToPostgres, MAX_BALANCE, NonEmptyTarget, openStore, type AccountRecord, type Store } from './store';
+import { MAX_BALANCE, openStore, type AccountRecord, type Store } from './store';
 import { runSupervisor, runWorker } from './supervisor';
 import { issueAdminToken } from './auth/admin-token';
 import { pidFile } from './ops/cluster-link';
@@ -149,6 +149,8 @@ async function migrateCommand(config: Config, args: string[]): Promise<void> {
   const target = values.to ?? (config.store.type === 'postgres' ? config.store.url : undefined);
   if (target === undefined) throw new UsageError('--to postgres://… is required (the configured store is lmdb, which has no schema migrations)');
   if (!/^postgres(ql)?:\/\//.test(target)) throw new UsageError('--to must be a postgres:// or postgresql:// URL');
+  // required here: its drivers (pg, ioredis) would otherwise load in every process that imports the CLI, workers included
+  const { applyMigrations, copyLmdbToPostgres, NonEmptyTarget } = require('./store/postgres/admin') as typeof import('./store/postgres/admin');
   if (values.from === undefined) {
     if (values.force) throw new UsageError('--force only applies with --from');
     const applied = await applyMigrations(target);

@@ -12,7 +12,7 @@ export function redacted(config: Config): unknown {
   const { limits, video } = config;
   return {
     _master_secret: config.secret ? 'from TOLLGATE_SECRET (redacted)' : `from ${join(config.dataDir, 'secret.key')}`,
-    listen: config.listen, workers: config.workers, worker_semi_space_mb: config.workerSemiSpaceMb, dataDir: config.dataDir, publicUrl: config.publicUrl,
+    listen: config.listen, workers: config.workers, worker_semi_space_mb: config.workerSemiSpaceMb, low_memory: config.lowMemory, dataDir: config.dataDir, publicUrl: config.publicUrl,
     front: config.front, logLevel: config.logLevel, groups: config.groups, models: config.models,
     channels: config.channels.map((channel) => ({
       ...channel,

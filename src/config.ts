@@ -97,6 +97,12 @@ export interface Config extends OperationsConfig {
   workers: number;
   /** young-generation semi-space each worker starts with, MiB (`worker_semi_space_mb`) */
   workerSemiSpaceMb: number;
+  /**
+   * `low_memory`: for small hosts. Workers start with the low-memory young generation (unless
+   * `worker_semi_space_mb` says otherwise), run one V8 background thread, and commit their billing
+   * batches through the store's own write path instead of a writer thread of their own.
+   */
+  lowMemory: boolean;
   dataDir: string;
   publicUrl: string;
   /** TOLLGATE_SECRET, when set: the master secret for key encryption (else <dataDir>/secret.key) */
@@ -158,7 +164,7 @@ const isObject = (value: unknown): value is Raw => typeof value === 'object' && 
  * Fields starting with `_` are comments.
  */
 const FIELDS = {
-  top: ['listen', 'workers', 'worker_semi_space_mb', 'dataDir', 'publicUrl', 'front', 'logLevel', 'groups', 'models', 'channels', 'retries', 'limits', 'video', 'offload_threshold_bytes', 'store', 'redis',
+  top: ['listen', 'workers', 'worker_semi_space_mb', 'low_memory', 'dataDir', 'publicUrl', 'front', 'logLevel', 'groups', 'models', 'channels', 'retries', 'limits', 'video', 'offload_threshold_bytes', 'store', 'redis',
     'metrics', 'channel_health', 'access_log'],
   listen: ['host', 'port'],
   group: ['ratio', 'rpm', 'concurrency'],
@@ -349,7 +355,9 @@ export function loadConfig(options: LoadOptions = {}): Config {
   const host = env.HOST ?? (typeof listenRaw.host === 'string' ? listenRaw.host : DEFAULT_HOST);
   const workers = env.TOLLGATE_WORKERS !== undefined ? Number(env.TOLLGATE_WORKERS) : num(raw, 'workers', availableParallelism(), 'config', 1);
   if (!Number.isInteger(workers) || workers < 1 || workers > 256) throw new ConfigError('TOLLGATE_WORKERS/workers must be an integer 1–256');
-  const workerSemiSpaceMb = num(raw, 'worker_semi_space_mb', DEFAULT_WORKER_SEMI_SPACE_MB, 'config', 1);
+  if (raw.low_memory !== undefined && typeof raw.low_memory !== 'boolean') throw new ConfigError('low_memory must be true or false');
+  const lowMemory = raw.low_memory === true;
+  const workerSemiSpaceMb = num(raw, 'worker_semi_space_mb', lowMemory ? LOW_MEMORY_WORKER_SEMI_SPACE_MB : DEFAULT_WORKER_SEMI_SPACE_MB, 'config', 1);
   if (!Number.isInteger(workerSemiSpaceMb) || workerSemiSpaceMb > 256) throw new ConfigError('worker_semi_space_mb must be an integer 1–256 (MiB)');
   const dataDir = resolve(env.TOLLGATE_DATA_DIR ?? (typeof raw.dataDir === 'string' ? raw.dataDir : DEFAULT_DATA_DIR));
 
@@ -397,6 +405,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
     listen: Object.freeze({ host, port }),
     workers,
     workerSemiSpaceMb,
+    lowMemory,
     dataDir,
     publicUrl: (typeof raw.publicUrl === 'string' ? raw.publicUrl : `http://127.0.0.1:${port}`).replace(/\/+$/, ''),
     secret: env.TOLLGATE_SECRET || undefined,

@@ -9,7 +9,7 @@
 // a lane's queue answers 503, never queues forever.
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import Piscina from 'piscina';
+import type Piscina from 'piscina';
 import { DEFAULT_POOL_TASK_MS } from './config';
 import { GatewayError, isGatewayError } from './errors';
 
@@ -48,7 +48,9 @@ export class TaskPool {
   private lane(lane: Lane): Piscina {
     let pool = this.lanes.get(lane);
     if (pool === undefined) {
-      pool = new Piscina({
+      // required on a lane's first task: most processes never offload anything, and the module is not free to load
+      const { Piscina: PoolClass } = require('piscina') as typeof import('piscina');
+      pool = new PoolClass({
         filename: join(WORKERS_DIR, lane === 'media' ? 'multipart.js' : 'tokens.js'),
         maxThreads: Math.max(1, Math.floor(availableParallelism() / 2)),
         minThreads: 0,

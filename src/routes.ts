@@ -11,10 +11,6 @@ import { getModel, listModels } from './handlers/models';
 import { usageLog, usageSummary } from './handlers/usage-log';
 import * as account from './handlers/account-api';
 import { countTokens } from './handlers/count-tokens';
-import { completions } from './handlers/completions';
-import { embeddings } from './handlers/embeddings';
-import { responses } from './handlers/responses';
-import { imageEdits, imageGenerations } from './handlers/images';
 import { deprecationHeaders, videoStatus, videoSubmit } from './handlers/video';
 import { consoleHandlers } from './handlers/console';
 import { operatorRoutes } from './handlers/admin/routes';
@@ -28,6 +24,15 @@ export interface Route {
   dialect: ErrorDialect;
   bodyLimit: 'api' | 'model' | 'multipart' | 'none';
   handler: RouteHandler;
+}
+
+/**
+ * A handler whose module is required on the route's first request: endpoints most deployments call
+ * rarely or never (responses, completions, embeddings, images) stay out of an idle worker's memory.
+ */
+function onFirstCall(load: () => RouteHandler): RouteHandler {
+  let handler: RouteHandler | undefined;
+  return (exchange, params, context) => (handler ??= load())(exchange, params, context);
 }
 
 export function routeTable(context: GatewayContext): Route[] {
@@ -50,13 +55,13 @@ export function routeTable(context: GatewayContext): Route[] {
     { method: 'POST', pattern: '/v1/chat/completions', dialect: 'openai', bodyLimit: 'model', handler: chatCompletions },
     { method: 'POST', pattern: '/v1/messages', dialect: 'anthropic', bodyLimit: 'model', handler: messages },
     { method: 'POST', pattern: '/v1/messages/count_tokens', dialect: 'anthropic', bodyLimit: 'model', handler: countTokens },
-    { method: 'POST', pattern: '/v1/responses', dialect: 'openai', bodyLimit: 'model', handler: responses },
-    { method: 'POST', pattern: '/v1/completions', dialect: 'openai', bodyLimit: 'model', handler: completions },
-    { method: 'POST', pattern: '/v1/embeddings', dialect: 'openai', bodyLimit: 'model', handler: embeddings },
+    { method: 'POST', pattern: '/v1/responses', dialect: 'openai', bodyLimit: 'model', handler: onFirstCall(() => (require('./handlers/responses') as typeof import('./handlers/responses')).responses) },
+    { method: 'POST', pattern: '/v1/completions', dialect: 'openai', bodyLimit: 'model', handler: onFirstCall(() => (require('./handlers/completions') as typeof import('./handlers/completions')).completions) },
+    { method: 'POST', pattern: '/v1/embeddings', dialect: 'openai', bodyLimit: 'model', handler: onFirstCall(() => (require('./handlers/embeddings') as typeof import('./handlers/embeddings')).embeddings) },
     { method: 'GET', pattern: '/v1/models', dialect: 'openai', bodyLimit: 'none', handler: listModels },
     { method: 'GET', pattern: '/v1/models/:', dialect: 'openai', bodyLimit: 'none', handler: getModel },
-    { method: 'POST', pattern: '/v1/images/generations', dialect: 'openai', bodyLimit: 'model', handler: imageGenerations },
-    { method: 'POST', pattern: '/v1/images/edits', dialect: 'openai', bodyLimit: 'multipart', handler: imageEdits },
+    { method: 'POST', pattern: '/v1/images/generations', dialect: 'openai', bodyLimit: 'model', handler: onFirstCall(() => (require('./handlers/images') as typeof import('./handlers/images')).imageGenerations) },
+    { method: 'POST', pattern: '/v1/images/edits', dialect: 'openai', bodyLimit: 'multipart', handler: onFirstCall(() => (require('./handlers/images') as typeof import('./handlers/images')).imageEdits) },
     { method: 'POST', pattern: `${video}/submit`, dialect: 'video', bodyLimit: 'api', handler: videoSubmit },
     { method: 'GET', pattern: `${video}/status/:`, dialect: 'video', bodyLimit: 'none', handler: videoStatus },
     { method: 'GET', pattern: '/console/', dialect: 'openai', bodyLimit: 'none', handler: consoleFiles.index },

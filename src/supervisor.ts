@@ -25,15 +25,19 @@ const WORKER_SEMI_SPACE_MAX_MB = 32;
  * tenured a per-request literal for good: its old copies kept their young neighbours alive through
  * every scavenge, so each request's objects were promoted and the worker stayed slower for its life
  * (bench/README.md has the measurements).
+ * `lowMemory` (config `low_memory`): one V8 platform thread instead of four. Each thread that runs
+ * garbage-collection tasks keeps its own stack and malloc arena; under load the collector then does
+ * its parallel work with one helper.
  */
-export function workerV8Flags(semiSpaceMb = DEFAULT_WORKER_SEMI_SPACE_MB): string[] {
-  return [`--min-semi-space-size=${semiSpaceMb}`, `--max-semi-space-size=${Math.max(semiSpaceMb, WORKER_SEMI_SPACE_MAX_MB)}`, '--no-allocation-site-pretenuring'];
+export function workerV8Flags(semiSpaceMb = DEFAULT_WORKER_SEMI_SPACE_MB, lowMemory = false): string[] {
+  return [`--min-semi-space-size=${semiSpaceMb}`, `--max-semi-space-size=${Math.max(semiSpaceMb, WORKER_SEMI_SPACE_MAX_MB)}`, '--no-allocation-site-pretenuring',
+    ...(lowMemory ? ['--v8-pool-size=1'] : [])];
 }
 export const WORKER_V8_FLAGS: readonly string[] = workerV8Flags();
 
 /** The runtime flags a worker is forked with: V8's on Node; none on Bun, whose JavaScriptCore has no such flags. */
-export function workerRuntimeFlags(semiSpaceMb: number, runtime: Runtime = RUNTIME): string[] {
-  return runtime.name === 'node' ? workerV8Flags(semiSpaceMb) : [];
+export function workerRuntimeFlags(semiSpaceMb: number, runtime: Runtime = RUNTIME, lowMemory = false): string[] {
+  return runtime.name === 'node' ? workerV8Flags(semiSpaceMb, lowMemory) : [];
 }
 
 /** Port 0 means "any free port": pick one here so every worker binds the same one. */
@@ -105,7 +109,7 @@ export async function runSupervisor(config: Config, configPath: string | undefin
   cluster.schedulingPolicy = cluster.SCHED_NONE;
   cluster.setupPrimary({
     exec: require.resolve('./cli'), args: ['worker'], silent: false,
-    execArgv: [...process.execArgv, ...workerRuntimeFlags(config.workerSemiSpaceMb)],
+    execArgv: [...process.execArgv, ...workerRuntimeFlags(config.workerSemiSpaceMb, RUNTIME, config.lowMemory)],
   });
   cluster.on('exit', (worker, code, signal) => {
     const workerId = workerIds.get(worker.id);
@@ -195,16 +199,18 @@ export async function runWorker(config: Config): Promise<void> {
   if (cluster.worker) cluster.worker.exitedAfterDisconnect = true;
   process.on('disconnect', () => { log.warn('the supervisor is gone: draining, then exiting'); void stop(0); });
   // This worker's billing batches are committed by a thread of its own at nice 10, in the order
-  // they are handed over: no hop through the supervisor.
+  // they are handed over: no hop through the supervisor. With low_memory there is no such thread (an
+  // isolate of its own costs more memory than the rest of an idle worker's heap): the ledger commits
+  // through the store's own write path, as a gateway started alone does.
   const store = await openStore(config, (message, error) => log.warn({ err: error }, message));
-  const writer = await store.startBatchCommitter({
+  const writer = config.lowMemory ? undefined : await store.startBatchCommitter({
     onRestart: (error) => log.error({ err: error }, 'the ledger writer thread crashed; a new one took over'),
     onFatal: (error) => { log.fatal({ err: error }, 'the ledger writer thread keeps crashing; stopping this worker'); void stop(1); },
   });
   // required here, not at the top: the supervisor loads this module too and never serves
   const { startGateway } = require('./main') as typeof import('./main');
   const gateway = await startGateway(config, {
-    store, log, workerId, commitBatch: (charges, usage) => writer.commit(workerId, charges, usage), reclaim: link?.reclaim,
+    store, log, workerId, commitBatch: writer && ((charges, usage) => writer.commit(workerId, charges, usage)), reclaim: link?.reclaim,
     operations: process.send ? linkedOperations : undefined,
   });
   link?.serveReturns((keyId, accountId) => gateway.context.ledger.returnUnused(keyId, accountId));
@@ -214,7 +220,7 @@ export async function runWorker(config: Config): Promise<void> {
     if (stopping) return;
     stopping = true;
     await gateway.shutdown();   // its last batch goes through the writer
-    await writer.close();
+    await writer?.close();
     await store.close();
     process.exit(code);
   };

@@ -17,7 +17,6 @@ export type { AccountRecord, AccessTokenRecord, AccessScope, KeyFields, KeyRecor
 export { packUsageRows, toUsageRow } from './records';
 export { MAX_BALANCE } from './limits';
 export { LEDGER_WRITER_NICE } from './lmdb/ledger-writer';
-export { applyMigrations, copyLmdbToPostgres, NonEmptyTarget } from './postgres/admin';
 
 /**
  * The store the config names, open. `warn` hears of trouble a networked store works around (a lost

@@ -83,7 +83,7 @@ test('memory: RSS per open stream of Tollgate\'s worker at most 32 KiB with ever
     failures: failed ? { 'status 429': failed } : {}, unfinished: 0,
   });
   const deployment = (workers: number, semiSpace: number, rssKb: number): DeploymentMemory => ({
-    workers, workerSemiSpaceMb: semiSpace, rssKb, pssKb: rssKb / 2,
+    workers, workerSemiSpaceMb: semiSpace, lowMemory: semiSpace === 1, rssKb, pssKb: rssKb / 2,
     processes: [{ role: 'supervisor', pid: 1, rssKb: rssKb / 2, pssKb: 1, threads: 7 }, { role: 'worker', pid: 2, rssKb: rssKb / 2, pssKb: 1, threads: 9 }],
   });
   const find = (checks: ReturnType<typeof evaluateMemory>, start: string) => checks.find((check) => check.name.startsWith(start))!;

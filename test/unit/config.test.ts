@@ -101,6 +101,22 @@ test('redacted() prints the config in the file shape: fed back, it loads to the 
   assert.deepEqual(loadConfig({ raw: shown, env }), config);
 });
 
+test('low_memory: off by default; on, workers start with the low-memory young generation (unless worker_semi_space_mb says otherwise) and one V8 platform thread; not a boolean is refused by name', () => {
+  const plain = loadConfig({ env });
+  assert.equal(plain.lowMemory, false);
+  assert.ok(!workerV8Flags(plain.workerSemiSpaceMb, plain.lowMemory).includes('--v8-pool-size=1'));
+  const small = loadConfig({ raw: { ...EMBEDDED_CONFIG, low_memory: true }, env });
+  assert.equal(small.lowMemory, true);
+  assert.equal(small.workerSemiSpaceMb, 1);
+  assert.deepEqual(workerV8Flags(small.workerSemiSpaceMb, small.lowMemory), ['--min-semi-space-size=1', '--max-semi-space-size=32', '--no-allocation-site-pretenuring', '--v8-pool-size=1']);
+  assert.equal(loadConfig({ raw: { ...EMBEDDED_CONFIG, low_memory: true, worker_semi_space_mb: 8 }, env }).workerSemiSpaceMb, 8);
+  assert.equal((redacted(small) as { low_memory: boolean }).low_memory, true, 'shown in the file\'s own shape');
+  for (const bad of ['yes', 1, null]) {
+    assert.throws(() => loadConfig({ raw: { ...EMBEDDED_CONFIG, low_memory: bad }, env }),
+      (error: unknown) => error instanceof ConfigError && error.message.includes('low_memory'), String(bad));
+  }
+});
+
 test('worker_semi_space_mb: the young generation workers start with; 16 by default, 1 the low-memory choice, out of range refused by name', () => {
   assert.equal(loadConfig({ env }).workerSemiSpaceMb, 16);
   assert.deepEqual(workerV8Flags(16).slice(0, 2), ['--min-semi-space-size=16', '--max-semi-space-size=32']);
