@@ -1,6 +1,6 @@
 // Token counts for billing when an upstream reports none, and cheap estimates for reservations.
-// The tokenizer (o200k_base, gpt-tokenizer) is loaded on first use only, in the thread that counts:
-// most requests are billed from the upstream's own usage and never need it.
+// The tokenizer (o200k_base, gpt-tokenizer) is loaded once per thread that counts: a worker process
+// loads it before it takes connections (warmTokenizer), a pool thread at its first count.
 //
 // Byte-pair merging costs the square of a piece's length, and one "piece" of the pre-split can be a
 // whole run of letters or CJK without spaces, as long as the text. So the text is cut into pieces
@@ -39,6 +39,15 @@ function getEncoding(): Encoding {
     encoding.setMergeCacheSize(MERGE_CACHE_ENTRIES);
   }
   return encoding;
+}
+
+/**
+ * Loads the tokenizer in this thread now: its first use builds the o200k_base tables, which holds
+ * the thread for a while (bench/README.md, "Tokenizer load"), every call of a worker waiting
+ * meanwhile. A worker process calls this before it takes connections.
+ */
+export function warmTokenizer(): void {
+  countExactly('tokenizer warm-up');
 }
 
 /** How much one count may still count exactly, and the rate it saw, for estimating the rest. */
