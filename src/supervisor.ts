@@ -207,9 +207,10 @@ export async function runWorker(config: Config): Promise<void> {
     onRestart: (error) => log.error({ err: error }, 'the ledger writer thread crashed; a new one took over'),
     onFatal: (error) => { log.fatal({ err: error }, 'the ledger writer thread keeps crashing; stopping this worker'); void stop(1); },
   });
-  // the tokenizer's first load holds this thread a while: paid here, before the worker takes
-  // connections and before the watchdog watches it, not by the first call that needs a local count
-  (require('./billing/tokens') as typeof import('./billing/tokens')).warmTokenizer();
+  // The tokenizer's first load holds this thread a while: paid here, before the worker takes
+  // connections and before the watchdog watches it, not by the first call that needs a local count.
+  // low_memory keeps its ~57 MiB out of an idle worker and pays on first use instead.
+  if (!config.lowMemory) (require('./billing/tokens') as typeof import('./billing/tokens')).warmTokenizer();
   // required here, not at the top: the supervisor loads this module too and never serves
   const { startGateway } = require('./main') as typeof import('./main');
   const gateway = await startGateway(config, {

@@ -1,6 +1,7 @@
 // Token counts for billing when an upstream reports none, and cheap estimates for reservations.
 // The tokenizer (o200k_base, gpt-tokenizer) is loaded once per thread that counts: a worker process
-// loads it before it takes connections (warmTokenizer), a pool thread at its first count.
+// loads it before it takes connections (warmTokenizer; with low_memory at its first count), a pool
+// thread at its first count.
 //
 // Byte-pair merging costs the square of a piece's length, and one "piece" of the pre-split can be a
 // whole run of letters or CJK without spaces, as long as the text. So the text is cut into pieces
