@@ -1,18 +1,22 @@
 // The PostgreSQL store itself, on a real server: versioned migrations, leases all or nothing, a batch
 // applied once however often it is sent, expired leases reaped, and the per-call lookups dropped at
-// once when another connection (another node, the CLI) changes a key.
+// once when another connection (another node, the CLI) changes a key; acquisitions, heartbeats and
+// batch commits of one owner never deadlock.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Client } from 'pg';
 import { KEY_DEFAULTS } from '../../src/formats/token-fields';
 import { packUsageRows, toUsageRow, type Store, type UsageRecord } from '../../src/store';
 import { PostgresStore } from '../../src/store/postgres';
-import { MIGRATIONS } from '../../src/store/postgres/schema';
+import { MIGRATIONS, RENEW_LEASES_SQL } from '../../src/store/postgres/schema';
 import { clusterEngines, enginesMissing, freshDatabase, freshPrefix } from '../helpers/engines';
 import { stopClusterEngines } from '../helpers/gateway';
 import { eventually } from './chat-harness';
 
 after(stopClusterEngines);
+
+let suffix = 0;
+function randomSuffix(): string { suffix += 1; return `${process.pid}-${suffix}`; }
 
 const SEALED = { iv: Buffer.alloc(12, 1), tag: Buffer.alloc(16, 2), data: Buffer.from('sealed') };
 
@@ -103,7 +107,8 @@ describe('the PostgreSQL store', { skip: enginesMissing() }, () => {
   test('leases past their expiry are reaped by any process; renewed ones are not', async () => {
     const account = await store.accounts.create('reap-account', 'default', 100_000);
     if (account === 'exists') throw new Error('exists');
-    await store.ledger.acquire('gone-worker', null, { need: 0, extra: 0, share: 0 }, account.id, { need: 5_000, extra: 0, share: 0.25 });
+    // a worker of a node that is gone (this store's heartbeats do not renew its rows)
+    await sql.query(`SELECT tollgate_acquire('gone-worker', 'gone-node', 1000, NULL, 0, 0, 0, $1, 5000, 0, 0.25)`, [account.id]);
     await store.ledger.acquire('live-worker', null, { need: 0, extra: 0, share: 0 }, account.id, { need: 7_000, extra: 0, share: 0.25 });
     assert.equal((await store.accounts.get(account.id))!.leased, 12_000);
     await sql.query(`UPDATE leases SET expires_at = now() - interval '1 second' WHERE owner = 'gone-worker'`);
@@ -129,5 +134,74 @@ describe('the PostgreSQL store', { skip: enginesMissing() }, () => {
     await eventually(async () => (await store.keys.findByDigest('cache-digest'))?.status === 2, 2_000, 'the disable seen');
     await sql.query('DELETE FROM keys WHERE id = $1', [key.id]);
     await eventually(async () => (await store.keys.findByDigest('cache-digest')) === undefined, 2_000, 'the deletion seen');
+  });
+  /** Resolves once a statement of this database that contains `text` waits for a lock (at most 5 s). */
+  async function waitsForALock(text: string): Promise<void> {
+    await eventually(async () => (await sql.query<{ count: number }>(
+      `SELECT count(*)::integer AS count FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND strpos(query, $1) > 0`,
+      [text])).rows[0].count > 0, 5_000, `a statement with ${text} waiting for a lock`);
+  }
+
+  async function lockOwnersAccount(): Promise<{ accountId: number; keys: number[] }> {
+    const account = await store.accounts.create(`order-${randomSuffix()}`, 'default', 1_000_000);
+    if (account === 'exists') throw new Error('exists');
+    const keys: number[] = [];
+    for (const name of ['first', 'second']) {
+      const key = await store.keys.create(account.id, { ...KEY_DEFAULTS, name, remain_quota: 100_000 }, { sealed: SEALED, masked: 'sk-o', digest: `order-${name}-${randomSuffix()}` }, 10);
+      if (key === 'limit') throw new Error('limit');
+      keys.push(key.id);
+    }
+    return { accountId: account.id, keys };
+  }
+
+  test('an acquisition and a batch commit of one owner do not deadlock: the acquisition does not lock the lease rows of other holders', async () => {
+    const { accountId, keys: [first, second] } = await lockOwnersAccount();
+    const ask = { need: 100, extra: 0, share: 0 };
+    await store.ledger.acquire('order-w1', second, ask, accountId, ask);
+    const commit = new Client({ connectionString: url });
+    await commit.connect();
+    try {
+      // a batch commit's order: the key row, its lease row, then the account row
+      await commit.query('BEGIN');
+      await commit.query('SELECT 1 FROM keys WHERE id = $1 FOR UPDATE', [second]);
+      await commit.query(`SELECT 1 FROM leases WHERE kind = 'k' AND holder_id = $1 AND owner = 'order-w1' FOR UPDATE`, [second]);
+      const acquired = store.ledger.acquire('order-w1', first, ask, accountId, ask);
+      const settled = await Promise.race([acquired.then(() => 'granted', (error: Error) => error.message),
+        waitsForALock('tollgate_acquire').then(() => 'waiting')]);
+      assert.equal(settled, 'granted', 'the acquisition of another key went on while the commit held its lease row');
+      await commit.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
+      await commit.query('COMMIT');
+      assert.deepEqual(await acquired, { key: { amount: 100, epoch: 0 }, account: { amount: 100, epoch: 0 } });
+    } finally {
+      await commit.query('ROLLBACK').catch(() => undefined);
+      await commit.end();
+    }
+    assert.equal((await store.accounts.get(accountId))!.leased, 200);
+  });
+
+  test('a heartbeat and a batch commit do not deadlock: the heartbeat locks lease rows keys first, by holder id', async () => {
+    const { accountId, keys: [first] } = await lockOwnersAccount();
+    const ask = { need: 100, extra: 0, share: 0 };
+    await store.ledger.acquire('order-w2', first, ask, accountId, ask);
+    // the key's lease row moves after the account's in the table, so a scan in table order meets the account's first
+    await sql.query(`WITH gone AS (DELETE FROM leases WHERE kind = 'k' AND owner = 'order-w2' RETURNING *) INSERT INTO leases SELECT * FROM gone`);
+    const commit = new Client({ connectionString: url });
+    await commit.connect();
+    try {
+      await commit.query('BEGIN');
+      await commit.query('SELECT 1 FROM keys WHERE id = $1 FOR UPDATE', [first]);
+      await commit.query(`SELECT 1 FROM leases WHERE kind = 'k' AND holder_id = $1 AND owner = 'order-w2' FOR UPDATE`, [first]);
+      const heartbeat = new Client({ connectionString: url });
+      await heartbeat.connect();
+      const renewed = heartbeat.query(`/* test heartbeat */ ${RENEW_LEASES_SQL}`, [['order-w2'], 60_000]).finally(() => heartbeat.end());
+      await waitsForALock('test heartbeat');
+      await commit.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
+      await commit.query(`SELECT 1 FROM leases WHERE kind = 'a' AND holder_id = $1 AND owner = 'order-w2' FOR UPDATE`, [accountId]);
+      await commit.query('COMMIT');
+      assert.equal((await renewed).rowCount, 2, 'both lease rows renewed');
+    } finally {
+      await commit.query('ROLLBACK').catch(() => undefined);
+      await commit.end();
+    }
   });
 });

@@ -4,7 +4,7 @@
 // round trip, one transaction). The invariants are those of the LMDB store (see schema.ts).
 //
 // Why a lease bounds what a dead node can hold: every lease row has an expiry, renewed by its
-// owner's heartbeat (and by each of its acquisitions). A node that dies stops renewing; after the
+// owner's heartbeat (an acquisition sets the expiry of the rows it adds to). A node that dies stops renewing; after the
 // expiry any surviving node's reaper gives the rows back to their keys and accounts. An owner whose
 // heartbeats have not reached the database for a whole TTL (partitioned, stalled) stops drawing on
 // what it holds before anyone may reap it (heldUntil), and carries on under a new owner name.
@@ -16,6 +16,7 @@ import { toUsageRow, type UsageGroup, type UsageRecord } from '../records';
 import type { Charge, LeaseAsk, LeaseGrant, LeaseShortfall, LedgerStore } from '../types';
 import { GatewayError } from '../../errors';
 import { storeUnavailable } from '../unavailable';
+import { RENEW_LEASES_SQL } from './schema';
 
 /** Batch ids older than a day are pruned every this many beats. */
 const PRUNE_EVERY_BEATS = 200;
@@ -82,7 +83,7 @@ export class PostgresLedger implements LedgerStore {
     const owners = [...this.owners.values()].filter((owner) => owner.renewedAt !== null);
     if (owners.length === 0) return;
     const sentAt = Date.now();
-    this.pool.query(`UPDATE leases SET expires_at = now() + $2 * interval '1 millisecond' WHERE owner = ANY($1)`, [owners.map((owner) => owner.name), this.ttlMs])
+    this.pool.query(RENEW_LEASES_SQL, [owners.map((owner) => owner.name), this.ttlMs])
       .then(() => { for (const owner of owners) if (owner.renewedAt !== null) owner.renewedAt = Math.max(owner.renewedAt, sentAt); },
         (error: Error) => this.onTrouble(error, 'renewing quota leases'));
   }
@@ -121,7 +122,9 @@ export class PostgresLedger implements LedgerStore {
       // the owner lapsed while this was on its way: what it granted stays with the old name and expires
       return { key: result.key ? { amount: 0, epoch: result.key.epoch } : null, account: { amount: 0, epoch: result.account.epoch } };
     }
-    owner.renewedAt = Math.max(owner.renewedAt ?? 0, sentAt);
+    // The first grant starts the renewal clock; later grants renew only the rows they add to, so the
+    // clock of the older rows stays with the heartbeats.
+    owner.renewedAt ??= sentAt;
     return result;
   }
 

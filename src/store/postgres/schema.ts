@@ -137,7 +137,7 @@ CREATE TRIGGER accounts_changed AFTER UPDATE OR DELETE ON accounts FOR EACH ROW 
 /**
  * Leases. tollgate_acquire takes the key's slice and the account's slice in one call (one round
  * trip), each with one conditional UPDATE … WHERE remain - leased >= need RETURNING: all or nothing.
- * Taking a lease also renews every other lease of the same owner (it is a heartbeat too).
+ * Taking a lease also renews every other lease of the same owner (it is a heartbeat too; until v6).
  */
 const V1_LEASES = `
 CREATE FUNCTION tollgate_grant(free bigint, need bigint, extra bigint, share double precision) RETURNS bigint
@@ -492,12 +492,80 @@ BEGIN
 END $$;
 `;
 
+/**
+ * v6: one lock order for every transaction that touches leases, so no two of them deadlock. The
+ * order is key rows by id, each followed by its lease rows, then account rows by id, each followed
+ * by its lease rows. tollgate_commit, tollgate_release, tollgate_reap and tollgate_undo_grant keep
+ * it already; the heartbeat (RENEW_LEASES_SQL) locks the rows it renews in that order.
+ * tollgate_acquire no longer renews every lease of its owner (that UPDATE locked lease rows of other
+ * holders while holding the account row, and a batch commit holding one of those rows and waiting
+ * for the account deadlocked with it); the heartbeat renews them. It also locks its own lease row
+ * of the key before the account row.
+ */
+const V6_LOCK_ORDER = `
+CREATE OR REPLACE FUNCTION tollgate_acquire(p_owner text, p_node text, p_ttl_ms integer,
+  p_key bigint, p_key_need bigint, p_key_extra bigint, p_key_share double precision,
+  p_account bigint, p_account_need bigint, p_account_extra bigint, p_account_share double precision) RETURNS json
+LANGUAGE plpgsql AS $$
+DECLARE
+  key_unlimited boolean := true;
+  key_epoch integer;
+  key_granted bigint := 0;
+  account_epoch integer;
+  account_granted bigint;
+  free bigint;
+  held bigint;
+  mine bigint;
+BEGIN
+  IF p_key IS NOT NULL THEN
+    SELECT unlimited_quota, epoch, remain_quota - leased, leased INTO key_unlimited, key_epoch, free, held FROM keys WHERE id = p_key FOR UPDATE;
+    IF NOT FOUND THEN RETURN json_build_object('shortfall', 'gone', 'available', 0, 'heldByOthers', 0); END IF;
+    IF NOT key_unlimited THEN
+      PERFORM 1 FROM leases WHERE kind = 'k' AND holder_id = p_key AND owner = p_owner FOR UPDATE;
+      IF free < p_key_need THEN
+        SELECT COALESCE(sum(amount), 0) INTO mine FROM leases WHERE kind = 'k' AND holder_id = p_key AND owner = p_owner;
+        RETURN json_build_object('shortfall', 'key', 'available', GREATEST(0, free), 'heldByOthers', GREATEST(0, held - mine));
+      END IF;
+      key_granted := tollgate_grant(free, p_key_need, p_key_extra, p_key_share);
+    END IF;
+  END IF;
+  SELECT epoch, balance - leased, leased INTO account_epoch, free, held FROM accounts WHERE id = p_account FOR UPDATE;
+  IF NOT FOUND THEN RETURN json_build_object('shortfall', 'gone', 'available', 0, 'heldByOthers', 0); END IF;
+  PERFORM 1 FROM leases WHERE kind = 'a' AND holder_id = p_account AND owner = p_owner FOR UPDATE;
+  IF free < p_account_need THEN
+    SELECT COALESCE(sum(amount), 0) INTO mine FROM leases WHERE kind = 'a' AND holder_id = p_account AND owner = p_owner;
+    RETURN json_build_object('shortfall', 'account', 'available', GREATEST(0, free), 'heldByOthers', GREATEST(0, held - mine));
+  END IF;
+  account_granted := tollgate_grant(free, p_account_need, p_account_extra, p_account_share);
+  IF key_granted > 0 THEN
+    UPDATE keys SET leased = leased + key_granted WHERE id = p_key AND remain_quota - leased >= key_granted;
+    PERFORM tollgate_hold('k', p_key, p_owner, p_node, key_granted, p_ttl_ms);
+  END IF;
+  IF account_granted > 0 THEN
+    UPDATE accounts SET leased = leased + account_granted WHERE id = p_account AND balance - leased >= account_granted;
+    PERFORM tollgate_hold('a', p_account, p_owner, p_node, account_granted, p_ttl_ms);
+  END IF;
+  RETURN json_build_object(
+    'key', CASE WHEN p_key IS NULL OR key_unlimited THEN NULL ELSE json_build_object('amount', key_granted, 'epoch', key_epoch) END,
+    'account', json_build_object('amount', account_granted, 'epoch', account_epoch));
+END $$;
+`;
+
+/**
+ * The heartbeat: renews every lease of the given owners ($1) for $2 ms, locking the rows in the
+ * order of V6_LOCK_ORDER (keys' leases by holder id, then accounts', 'k' > 'a').
+ */
+export const RENEW_LEASES_SQL = `UPDATE leases SET expires_at = now() + $2 * interval '1 millisecond'
+  FROM (SELECT kind, holder_id, owner FROM leases WHERE owner = ANY($1) ORDER BY kind DESC, holder_id, owner FOR UPDATE) AS mine
+  WHERE leases.kind = mine.kind AND leases.holder_id = mine.holder_id AND leases.owner = mine.owner`;
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'accounts, access tokens, keys, leases, usage records, video tasks', sql: V1_TABLES + V1_NOTIFY + V1_LEASES },
   { version: 2, name: 'idempotent batch commits', sql: V2_BATCH_IDS },
   { version: 3, name: 'admin tokens, audit log', sql: V3_OPERATIONS },
   { version: 4, name: 'lease grant ids (a grant whose answer was lost is undone)', sql: V4_GRANT_IDS },
   { version: 5, name: 'give-back ids (a give-back whose answer was lost is sent again)', sql: V5_GIVE_BACK_IDS },
+  { version: 6, name: 'one lock order for leases (an acquisition renews only what it takes)', sql: V6_LOCK_ORDER },
 ];
 
 /** Applies the migrations this database lacks, under an advisory lock; returns the versions applied. */
