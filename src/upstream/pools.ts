@@ -1,13 +1,6 @@
 // One undici Pool per upstream origin and connect timeout, created on first use and shared by every
 // request of the process (channels on one origin with different connect_ms get their own pool). request() with pipelining 1 and keep-alive; never the global fetch (far costlier per request; DESIGN §6).
-import type { Pool as UndiciPool } from './undici';
-
-// The Pool by its file: undici's index (./undici) loads every part of the package (fetch,
-// WebSocket, caches, mocks, proxies) into each worker, which uses none of it: upstream calls go
-// through dispatch() (upstream-call.ts), which needs no more than the Pool itself. A file path is
-// the npm package on Bun too.
-const Pool = require('undici/lib/dispatcher/pool') as typeof UndiciPool;
-type Pool = UndiciPool;
+import { Pool } from './undici-parts';
 
 export interface PoolOptions { connectMs: number }
 

@@ -12,11 +12,9 @@
 // upstream once 64 KiB wait); an error drops what is pending; destroy() aborts the upstream, and
 // destroy(error) delivers that error. Errors and deliveries after a resume() come on a microtask,
 // never from inside the call that caused them.
-import type { Dispatcher, errors as UndiciErrors } from './undici';
+import type { Dispatcher } from './undici';
+import { errors } from './undici-parts';
 import type { CallSignal } from '../providers/types';
-
-// undici's errors by their file, as pools.ts takes the Pool: the package's index loads all of undici
-const errors = require('undici/lib/core/errors') as typeof UndiciErrors;
 
 /** The part of a readable body the relays use; a Node Readable is one too (the simulator's are). */
 export interface BodySource {
