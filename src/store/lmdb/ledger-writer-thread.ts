@@ -10,8 +10,9 @@ const port = parentPort!;
 
 let applied: number | null = null;
 try {
-  // pid 0: on Linux the calling thread only, so the worker's main thread keeps its priority
-  setPriority(0, nice);
+  // pid 0: on Linux the calling thread only, so the worker's main thread keeps its priority. Relative
+  // to the process's own niceness: a gateway started under `nice` keeps its writer below it.
+  setPriority(0, Math.min(19, getPriority(0) + nice));
   applied = getPriority(0);
 } catch {
   applied = null; // no per-thread priority here: the writes run at the default

@@ -1,5 +1,5 @@
 // The writer of a worker's settled charges and usage records, on a thread of its own that runs at a
-// lower CPU priority than request handling (nice LEDGER_WRITER_NICE).
+// lower CPU priority than request handling (LEDGER_WRITER_NICE above the process's own niceness).
 //
 // Why a thread: a batch commit costs ~1 ms of CPU (writes, two fsyncs, their VM exits). Committed at
 // the request handlers' priority (then on the supervisor's main thread), the scheduler did not let a
@@ -15,7 +15,7 @@ import { Worker } from 'node:worker_threads';
 import type { Charge } from '../types';
 import type { UsageGroup } from '../records';
 
-/** CPU niceness of the writer thread (0 = the default; 19 = the lowest). */
+/** How much nicer than the process the writer thread runs (niceness is capped at 19, the lowest priority). */
 export const LEDGER_WRITER_NICE = 10;
 
 export type WriterRequest =
