@@ -5,6 +5,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LmdbStore as Store } from '../../src/store/lmdb';
 import { cliJson, startSupervisor, type SupervisedGateway } from '../helpers/gateway';
+import { assertMoneyInvariants, moneySnapshot } from '../helpers/money';
 import { createKey } from './chat-harness';
 
 let gateway: SupervisedGateway;
@@ -16,6 +17,8 @@ test('a big per-call request gets quota back from the other worker\'s lease', as
   await cliJson(['account', 'topup', '--account', 'admin', '--usd', '100'], gateway.dataDir);
   const cap = 300_000;
   const { id, key } = await createKey(gateway.url, gateway.adminToken(), { remain_quota: cap });
+  const store = Store.open(gateway.dataDir);
+  const before = await moneySnapshot(store);
   // small calls on fresh connections reach both workers, and each takes a lease on the key
   const pids = new Set<number>();
   for (let round = 0; round < 10 && pids.size < 2; round += 1) {
@@ -29,7 +32,6 @@ test('a big per-call request gets quota back from the other worker\'s lease', as
       pids.add(health.pid);
     }));
   }
-  const store = Store.open(gateway.dataDir);
   try {
     const holders = Object.keys(store.keys.byId(id)!.leases);
     assert.ok(holders.length >= 1, 'workers hold leases on the key');
@@ -41,11 +43,20 @@ test('a big per-call request gets quota back from the other worker\'s lease', as
     const body = await submit.json() as { success: boolean; message?: string };
     assert.equal(submit.status, 200, JSON.stringify(body));
     assert.equal(body.success, true);
-    const deadline = Date.now() + 3000;
+    // the charge lands with the worker's next batch; a loaded machine may take seconds
+    const deadline = Date.now() + 20_000;
     while (store.keys.byId(id)!.used_quota < 250_000 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
     const after = store.keys.byId(id)!;
     assert.ok(after.used_quota >= 250_000, `charged ${after.used_quota}`);
     assert.ok(after.used_quota + after.remain_quota === cap, 'used + remaining is still the cap');
+    // every call's batch has landed once the records add up; then the invariants must hold
+    let settled: unknown = null;
+    for (const until = Date.now() + 20_000; Date.now() < until;) {
+      settled = await assertMoneyInvariants(store, before, 'lease reclaim').then(() => null, (error: unknown) => error);
+      if (settled === null) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.equal(settled, null, String(settled));
   } finally {
     await store.close();
   }
