@@ -121,7 +121,7 @@ for (const front of FRONTS) {
           if (listed.json.data.items.length < 100) break;
         }
         return items.length === expected ? items : undefined;
-      }, 10_000, 100);
+      }, 30_000, 100);
       assert.ok(records, `all ${expected} calls have their usage record`);
       const byPrompt = new Map(records.filter((record: any) => record.model === 'sim-gpt-mini').map((record: any) => [record.prompt_tokens, record]));
       assert.equal(byPrompt.size, results.length, 'prompt token counts tell the calls apart');
