@@ -235,6 +235,9 @@ function tollgateMemory(tollgate: Tollgate, sampler: MemorySampler): { process: 
   return [...sampler.peakKb].map(([pid, peakKb]) => ({ process: pid === tollgate.supervisorPid ? `supervisor (pid ${pid})` : `worker (pid ${pid})`, peakKb }));
 }
 
+/** a young generation larger than the default, measured beside it (`worker_semi_space_mb: 32`) */
+const LARGE_WORKER_SEMI_SPACE_MB = 32;
+
 /** the memory scenario's calls and idle starts must end within this */
 const MEMORY_SCENARIO_SECONDS = 60;
 
@@ -251,14 +254,19 @@ async function openStreamScenarios(options: Options, placement: Placement, child
   } finally {
     await children.stop(passthrough.pid);
   }
-  for (const workerSemiSpaceMb of [DEFAULT_WORKER_SEMI_SPACE_MB, LOW_MEMORY_WORKER_SEMI_SPACE_MB]) {
-    log(`memory: ${streams} live streams against a fresh Tollgate (1 worker, worker_semi_space_mb ${workerSemiSpaceMb})`);
-    const tollgate = await startTollgate(children, placement, mockUrl, { topUpUsd: 100_000, workerSemiSpaceMb });
+  // the default first (the check's), on both fronts; then the low-memory young generation and a larger one beside it
+  const runs: { front: 'uws' | 'node'; workerSemiSpaceMb: number }[] = [
+    { front: 'uws', workerSemiSpaceMb: DEFAULT_WORKER_SEMI_SPACE_MB }, { front: 'node', workerSemiSpaceMb: DEFAULT_WORKER_SEMI_SPACE_MB },
+    { front: 'uws', workerSemiSpaceMb: LOW_MEMORY_WORKER_SEMI_SPACE_MB }, { front: 'uws', workerSemiSpaceMb: LARGE_WORKER_SEMI_SPACE_MB },
+  ];
+  for (const { front, workerSemiSpaceMb } of runs) {
+    const label = `(c) Tollgate worker, ${front === 'uws' ? 'uWS' : 'node:http'}, worker_semi_space_mb ${workerSemiSpaceMb}`;
+    log(`memory: ${streams} live streams against a fresh Tollgate (1 worker, ${front} front, worker_semi_space_mb ${workerSemiSpaceMb})`);
+    const tollgate = await startTollgate(children, placement, mockUrl, { topUpUsd: 100_000, workerSemiSpaceMb, front });
     try {
       const endpoint = chatEndpoint(tollgate.url, tollgate.key);
       await checkEndpoint(endpoint, BENCH_MODEL);
-      openStreams.push(await measureOpenStreams(`(c) Tollgate worker, worker_semi_space_mb ${workerSemiSpaceMb}`, endpoint, body, streams,
-        () => tollgate.workerPids()[0], MEMORY_SCENARIO_SECONDS));
+      openStreams.push(await measureOpenStreams(label, endpoint, body, streams, () => tollgate.workerPids()[0], MEMORY_SCENARIO_SECONDS));
     } finally {
       await children.stop(tollgate.supervisorPid);
       tollgate.cleanup();

@@ -12,13 +12,16 @@ import { RUNTIME, frontFor, type Runtime } from './runtime';
 import { linkedOperations, supervisorOperations } from './ops/cluster-link';
 
 /** the most a worker's young-generation semi-space grows to, MiB, unless it starts larger */
-const WORKER_SEMI_SPACE_MAX_MB = 32;
+const WORKER_SEMI_SPACE_MAX_MB = 16;
 /**
  * V8 flags every worker runs with (the benchmark gives its pass-through baseline the same).
  * Semi-spaces: a worker starts with `semiSpaceMb` (config `worker_semi_space_mb`, default 16) and
- * may grow to 32 MiB. A large young generation promotes fewer of a request's short-lived objects
- * (fewer, cheaper scavenges under load) at the price of RSS; 1 MiB, V8's own start, is the
- * low-memory choice, and V8 still grows it under load.
+ * may grow to 16 MiB, or stays at a larger start. A large young generation promotes fewer of a
+ * request's short-lived objects (fewer, cheaper scavenges under load) at the price of RSS: V8 grows
+ * it as soon as many objects survive, which is what thousands of open streams look like, and the
+ * young generation is two semi-spaces, all of it resident once used. So it grows no further than
+ * the default unless the operator starts it larger (`worker_semi_space_mb: 32` buys CPU under
+ * load with RSS). 1 MiB, V8's own start, is the low-memory choice; V8 still grows it under load.
  * `--no-allocation-site-pretenuring`: V8 watches which object and array literals survive young-
  * generation collections and, past a threshold, allocates them straight into the old generation.
  * During a worker's first second under load nearly everything survives, and in some starts V8

@@ -1,18 +1,22 @@
 // Completion text of a forwarded OpenAI stream, for counting tokens locally when the upstream
-// reports no usage. Not extracted per event: the first `maxBytes` of forwarded events are kept as
-// one latin1 string (one char per byte) and scanned once, on demand; past the bound only the
-// forwarded size is counted and counts are scaled by forwarded / kept bytes (an estimate either
-// way). A copy in the JavaScript heap rather than a reference to each forwarded chunk: a chunk is a
-// view of the upstream socket's read buffer, and holding it held that whole buffer (outside the
-// heap, swept by the garbage collector one by one) for the stream's life.
+// reports no usage. Not extracted per event: the forwarded events are copied as one latin1 string
+// (one char per byte) until `maxBytes` of them are kept; the text is extracted from that copy in one
+// scan, either on demand or once the bound is reached, after which only the extracted text (a few
+// percent of the event bytes) stays and the forwarded size is counted. Counts are scaled by forwarded /
+// kept bytes (an estimate either way). A copy in the JavaScript heap rather than a reference to each
+// forwarded chunk: a chunk is a view of the upstream socket's read buffer, and holding it held that
+// whole buffer for the stream's life. The copy itself is dropped at the bound because an open stream
+// would otherwise hold it (a few KiB of event JSON) for its whole life.
 
 const EXTRACT_BATCH_BYTES = 64 * 1024;
 
 export class CompletionTextSample {
   private readonly maxBytes: number;
-  /** copies of the forwarded events, one char per byte; [0, extractedBytes) already scanned */
+  /** copies of the forwarded events, one char per byte; [0, extractedBytes) already scanned; '' once compacted */
   private kept = '';
   private extractedBytes = 0;
+  /** event bytes copied so far (the copy itself is dropped once it reaches maxBytes) */
+  private keptBytes = 0;
   private forwardedBytes = 0;
   /** raw UTF-8 bytes as latin1 strings, see extractText */
   private readonly textParts: string[] = [];
@@ -27,12 +31,15 @@ export class CompletionTextSample {
   /** Records forwarded bytes (whole events); copies them while under the bound. */
   add(output: Buffer): void {
     this.forwardedBytes += output.length;
-    if (this.kept.length < this.maxBytes) this.kept += output.toString('latin1');
+    if (this.keptBytes >= this.maxBytes) return;
+    this.kept += output.toString('latin1');
+    this.keptBytes += output.length;
+    if (this.keptBytes >= this.maxBytes) this.compact();
   }
 
   /** forwarded bytes / kept bytes: how much more text there was than was kept. */
   get scale(): number {
-    const kept = this.kept.length;
+    const kept = this.keptBytes;
     return kept > 0 && this.forwardedBytes > kept ? this.forwardedBytes / kept : 1;
   }
 
@@ -46,6 +53,18 @@ export class CompletionTextSample {
   bytes(): number {
     this.extractPending();
     return Math.round(this.textBytes * this.scale);
+  }
+
+  /**
+   * The bound is reached: the text is extracted now and the copied events dropped; the pieces are
+   * joined into one flat string, so none of them keeps a slice of the dropped copy alive.
+   */
+  private compact(): void {
+    this.extractPending();
+    this.kept = '';
+    this.extractedBytes = 0;
+    if (this.textParts.length > 1) this.textParts.splice(0, this.textParts.length, this.textParts.join(''));
+    else if (this.textParts.length === 1) this.textParts[0] = flat(this.textParts[0]);
   }
 
   private extractPending(): void {
@@ -106,6 +125,11 @@ export class CompletionTextSample {
     }
   }
 }
+/** A copy of `text` that holds no reference to the string it was sliced from. */
+function flat(text: string): string {
+  return text.length === 0 ? '' : Buffer.from(text, 'latin1').toString('latin1');
+}
+
 function isEscapedQuote(source: string, quote: number): boolean {
   let backslashes = 0;
   for (let position = quote - 1; position >= 0 && source.charCodeAt(position) === 92; position -= 1) backslashes += 1;

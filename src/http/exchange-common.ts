@@ -122,7 +122,10 @@ export class BodyCollector implements Deadline {
     if (this.settled) return;
     this.settled = true;
     deadlines.delete(this);
-    this.resolve(this.parts.length === 1 ? this.parts[0] : Buffer.concat(this.parts, this.received));
+    const body = this.parts.length === 1 ? this.parts[0] : Buffer.concat(this.parts, this.received);
+    // the exchange keeps its collector (an abort listener) for the call's life: it keeps no chunk
+    this.parts.length = 0;
+    this.resolve(body);
   }
 
   /** The deadline passed (called by the sweep). */
@@ -134,6 +137,7 @@ export class BodyCollector implements Deadline {
     if (this.settled) return;
     this.settled = true;
     deadlines.delete(this);
+    this.parts.length = 0;
     this.onFail(error, this.received);
     // handled from the moment it is refused: a handler that has not asked for the body yet must not
     // turn a refusal into an unhandled rejection (a handler already awaiting it still gets the error)

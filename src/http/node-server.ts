@@ -6,6 +6,14 @@ import { BodyCollector, bodyErrors, ExchangeLifecycle, LINGER_BYTES, LINGER_MS, 
 import { FramingHeaders, MAX_HEADER_COUNT } from './framing';
 import type { Exchange, Headers, HttpServer, ServerOptions } from './types';
 
+/**
+ * Connections the kernel may hold for this front before it accepts them (capped by
+ * net.core.somaxconn). Node's default, 511, overflows when a busy worker meets a burst of new
+ * connections (two thousand streams opened at once): SYNs past it are dropped, so clients wait a
+ * retransmit (1 s, then more) or see the connection reset. uSockets listens with its own 512.
+ */
+export const LISTEN_BACKLOG = 4096;
+
 
 /**
  * Reasons for the parser's codes where the error carries none: Bun's node:http reports llhttp's codes
@@ -224,7 +232,7 @@ export class NodeServer implements HttpServer {
   listen(): Promise<number> {
     return new Promise((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen({ host: this.options.host, port: this.options.port }, () => {
+      this.server.listen({ host: this.options.host, port: this.options.port, backlog: LISTEN_BACKLOG }, () => {
         this.server.off('error', reject);
         const address = this.server.address();
         resolve(typeof address === 'object' && address ? address.port : this.options.port);

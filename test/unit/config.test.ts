@@ -108,7 +108,7 @@ test('low_memory: off by default; on, workers start with the low-memory young ge
   const small = loadConfig({ raw: { ...EMBEDDED_CONFIG, low_memory: true }, env });
   assert.equal(small.lowMemory, true);
   assert.equal(small.workerSemiSpaceMb, 1);
-  assert.deepEqual(workerV8Flags(small.workerSemiSpaceMb, small.lowMemory), ['--min-semi-space-size=1', '--max-semi-space-size=32', '--no-allocation-site-pretenuring', '--v8-pool-size=1']);
+  assert.deepEqual(workerV8Flags(small.workerSemiSpaceMb, small.lowMemory), ['--min-semi-space-size=1', '--max-semi-space-size=16', '--no-allocation-site-pretenuring', '--v8-pool-size=1']);
   assert.equal(loadConfig({ raw: { ...EMBEDDED_CONFIG, low_memory: true, worker_semi_space_mb: 8 }, env }).workerSemiSpaceMb, 8);
   assert.equal((redacted(small) as { low_memory: boolean }).low_memory, true, 'shown in the file\'s own shape');
   for (const bad of ['yes', 1, null]) {
@@ -119,10 +119,11 @@ test('low_memory: off by default; on, workers start with the low-memory young ge
 
 test('worker_semi_space_mb: the young generation workers start with; 16 by default, 1 the low-memory choice, out of range refused by name', () => {
   assert.equal(loadConfig({ env }).workerSemiSpaceMb, 16);
-  assert.deepEqual(workerV8Flags(16).slice(0, 2), ['--min-semi-space-size=16', '--max-semi-space-size=32']);
+  assert.deepEqual(workerV8Flags(16).slice(0, 2), ['--min-semi-space-size=16', '--max-semi-space-size=16']);
+  assert.deepEqual(workerV8Flags(32).slice(0, 2), ['--min-semi-space-size=32', '--max-semi-space-size=32']);
   const small = loadConfig({ raw: { ...EMBEDDED_CONFIG, worker_semi_space_mb: 1 }, env });
   assert.equal(small.workerSemiSpaceMb, 1);
-  assert.deepEqual(workerV8Flags(small.workerSemiSpaceMb).slice(0, 2), ['--min-semi-space-size=1', '--max-semi-space-size=32']);
+  assert.deepEqual(workerV8Flags(small.workerSemiSpaceMb).slice(0, 2), ['--min-semi-space-size=1', '--max-semi-space-size=16']);
   assert.equal((redacted(small) as { worker_semi_space_mb: number }).worker_semi_space_mb, 1, 'shown in the file\'s own shape');
   for (const bad of [0, 2.5, 300, 'big']) {
     assert.throws(() => loadConfig({ raw: { ...EMBEDDED_CONFIG, worker_semi_space_mb: bad }, env }),
