@@ -142,7 +142,7 @@ describe('the PostgreSQL store', { skip: enginesMissing() }, () => {
       [text])).rows[0].count > 0, 5_000, `a statement with ${text} waiting for a lock`);
   }
 
-  async function lockOwnersAccount(): Promise<{ accountId: number; keys: number[] }> {
+  async function accountWithTwoKeys(): Promise<{ accountId: number; keys: number[] }> {
     const account = await store.accounts.create(`order-${randomSuffix()}`, 'default', 1_000_000);
     if (account === 'exists') throw new Error('exists');
     const keys: number[] = [];
@@ -154,17 +154,30 @@ describe('the PostgreSQL store', { skip: enginesMissing() }, () => {
     return { accountId: account.id, keys };
   }
 
-  test('an acquisition and a batch commit of one owner do not deadlock: the acquisition does not lock the lease rows of other holders', async () => {
-    const { accountId, keys: [first, second] } = await lockOwnersAccount();
-    const ask = { need: 100, extra: 0, share: 0 };
-    await store.ledger.acquire('order-w1', second, ask, accountId, ask);
+  /**
+   * Runs `rest` inside a transaction of its own connection that has taken a batch commit's first
+   * locks for `owner`: the key row, then the owner's lease row of that key. Rolled back unless `rest` commits.
+   */
+  async function asACommit(owner: string, keyId: number, rest: (commit: Client) => Promise<void>): Promise<void> {
     const commit = new Client({ connectionString: url });
     await commit.connect();
     try {
-      // a batch commit's order: the key row, its lease row, then the account row
       await commit.query('BEGIN');
-      await commit.query('SELECT 1 FROM keys WHERE id = $1 FOR UPDATE', [second]);
-      await commit.query(`SELECT 1 FROM leases WHERE kind = 'k' AND holder_id = $1 AND owner = 'order-w1' FOR UPDATE`, [second]);
+      await commit.query('SELECT 1 FROM keys WHERE id = $1 FOR UPDATE', [keyId]);
+      await commit.query(`SELECT 1 FROM leases WHERE kind = 'k' AND holder_id = $1 AND owner = $2 FOR UPDATE`, [keyId, owner]);
+      await rest(commit);
+    } finally {
+      await commit.query('ROLLBACK').catch(() => undefined);
+      await commit.end();
+    }
+  }
+
+  test('an acquisition and a batch commit of one owner do not deadlock: the acquisition does not lock the lease rows of other holders', async () => {
+    const { accountId, keys: [first, second] } = await accountWithTwoKeys();
+    const ask = { need: 100, extra: 0, share: 0 };
+    await store.ledger.acquire('order-w1', second, ask, accountId, ask);
+    // a batch commit's order: the key row, its lease row, then the account row
+    await asACommit('order-w1', second, async (commit) => {
       const acquired = store.ledger.acquire('order-w1', first, ask, accountId, ask);
       const settled = await Promise.race([acquired.then(() => 'granted', (error: Error) => error.message),
         waitsForALock('tollgate_acquire').then(() => 'waiting')]);
@@ -172,25 +185,17 @@ describe('the PostgreSQL store', { skip: enginesMissing() }, () => {
       await commit.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
       await commit.query('COMMIT');
       assert.deepEqual(await acquired, { key: { amount: 100, epoch: 0 }, account: { amount: 100, epoch: 0 } });
-    } finally {
-      await commit.query('ROLLBACK').catch(() => undefined);
-      await commit.end();
-    }
+    });
     assert.equal((await store.accounts.get(accountId))!.leased, 200);
   });
 
   test('a heartbeat and a batch commit do not deadlock: the heartbeat locks lease rows keys first, by holder id', async () => {
-    const { accountId, keys: [first] } = await lockOwnersAccount();
+    const { accountId, keys: [first] } = await accountWithTwoKeys();
     const ask = { need: 100, extra: 0, share: 0 };
     await store.ledger.acquire('order-w2', first, ask, accountId, ask);
     // the key's lease row moves after the account's in the table, so a scan in table order meets the account's first
     await sql.query(`WITH gone AS (DELETE FROM leases WHERE kind = 'k' AND owner = 'order-w2' RETURNING *) INSERT INTO leases SELECT * FROM gone`);
-    const commit = new Client({ connectionString: url });
-    await commit.connect();
-    try {
-      await commit.query('BEGIN');
-      await commit.query('SELECT 1 FROM keys WHERE id = $1 FOR UPDATE', [first]);
-      await commit.query(`SELECT 1 FROM leases WHERE kind = 'k' AND holder_id = $1 AND owner = 'order-w2' FOR UPDATE`, [first]);
+    await asACommit('order-w2', first, async (commit) => {
       const heartbeat = new Client({ connectionString: url });
       await heartbeat.connect();
       const renewed = heartbeat.query(`/* test heartbeat */ ${RENEW_LEASES_SQL}`, [['order-w2'], 60_000]).finally(() => heartbeat.end());
@@ -199,9 +204,6 @@ describe('the PostgreSQL store', { skip: enginesMissing() }, () => {
       await commit.query(`SELECT 1 FROM leases WHERE kind = 'a' AND holder_id = $1 AND owner = 'order-w2' FOR UPDATE`, [accountId]);
       await commit.query('COMMIT');
       assert.equal((await renewed).rowCount, 2, 'both lease rows renewed');
-    } finally {
-      await commit.query('ROLLBACK').catch(() => undefined);
-      await commit.end();
-    }
+    });
   });
 });
