@@ -1,6 +1,7 @@
 // The `tollgate` command (DESIGN §3): serve, account create|token|topup|list|rotate-tokens, migrate.
 // Account commands work on the configured store directly (the LMDB data dir is multi-process safe;
 // with the postgres store, the cluster's database), server running or not.
+import './process-flags';   // first: V8 flags of the supervisor, before the rest loads
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';

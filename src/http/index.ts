@@ -1,6 +1,5 @@
 // Front selection: uWS from its native binary; where it cannot load, node:http with one warning
-// that says why.
-import { NodeServer } from './node-server';
+// that says why. The node:http front is required only when it serves: a uWS worker never loads it.
 import type { HttpServer, ServerOptions } from './types';
 import { loadUws, UwsServer, type UwsModule } from './uws-server';
 
@@ -28,5 +27,6 @@ export function createHttpServer(options: ServerOptions, front: 'uws' | 'node', 
     if ('module' in outcome) return new UwsServer(options, outcome.module);
     warn(`uWebSockets.js native binary could not load (${outcome.failure}); serving with the node:http front instead`);
   }
+  const { NodeServer } = require('./node-server') as typeof import('./node-server');
   return new NodeServer(options);
 }

@@ -2,7 +2,7 @@
 // event-loop lag) to its recorder's snapshot; the supervisor labels those with the worker's slot,
 // adds its own (restarts), and prom-client's AggregatorRegistry sums the rest across workers and
 // writes the text. One scrape shows the whole deployment.
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import type { IntervalHistogram } from 'node:perf_hooks';
 import type { MetricObjectWithValues, MetricValue as PromValue } from 'prom-client';
 import type { CounterStore } from '../store/types';
 import type { MetricJson as Metric, MetricValue, MetricsRecorder } from './recorder';
@@ -27,7 +27,12 @@ function failedOpenMetrics(counters: CounterStore | undefined): Metric[] {
 
 /** A worker's snapshot: its recorder, its store's fail-open counts, and its process figures. */
 export function workerSnapshot(recorder: MetricsRecorder, counters?: CounterStore): Metric[] {
-  if (loopDelay === undefined) { loopDelay = monitorEventLoopDelay({ resolution: 20 }); loopDelay.enable(); }
+  if (loopDelay === undefined) {
+    // perf_hooks on the first scrape: a process that is never scraped does not load it
+    const { monitorEventLoopDelay } = require('node:perf_hooks') as typeof import('node:perf_hooks');
+    loopDelay = monitorEventLoopDelay({ resolution: 20 });
+    loopDelay.enable();
+  }
   const memory = process.memoryUsage();
   const lag = loopDelay.count > 0 ? loopDelay : undefined;
   const lagValues: MetricValue[] = [
