@@ -57,7 +57,8 @@ export { bootstrapAdmin, openMasterKey };
 
 export async function startGateway(config: Config, options: GatewayOptions = {}): Promise<RunningGateway> {
   const log = options.log ?? createLogger(config.logLevel);
-  const store = options.store ?? await openStore(config, (message, error) => log.warn({ err: error }, message));
+  // started alone, it serves the data dir (a worker opens its store itself and hands it in: its supervisor serves)
+  const store = options.store ?? await openStore(config, (message, error) => log.warn({ err: error }, message), { serves: true });
   const ownsStore = !options.store;
   let masterKey: Buffer;
   try {

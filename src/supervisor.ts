@@ -59,7 +59,7 @@ async function concretePort(host: string, port: number): Promise<number> {
 
 export async function runSupervisor(config: Config, configPath: string | undefined): Promise<void> {
   const log = createLogger(config.logLevel, { role: 'supervisor' });
-  const store = await openStore(config, (message, error) => log.warn({ err: error }, message));
+  const store = await openStore(config, (message, error) => log.warn({ err: error }, message), { serves: true });
   await bootstrapAdmin(store, config, log);
   // a wrong master secret stops the start here, before any worker is forked
   await openMasterKey(store, config);

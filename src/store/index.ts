@@ -20,12 +20,15 @@ export { LEDGER_WRITER_NICE } from './lmdb/ledger-writer';
 
 /**
  * The store the config names, open. `warn` hears of trouble a networked store works around (a lost
- * connection, limits failing open), never of secrets.
+ * connection, limits failing open), never of secrets. `serves`: this process serves the data dir
+ * while the store is open (the supervisor, a gateway started alone); on LMDB it then holds the open
+ * gate for the other processes that open the envs (src/store/lmdb/open-gate.ts).
  */
-export async function openStore(config: Pick<Config, 'dataDir' | 'store' | 'redis'>, warn: (message: string, error?: Error) => void = () => undefined): Promise<Store> {
+export async function openStore(config: Pick<Config, 'dataDir' | 'store' | 'redis'>, warn: (message: string, error?: Error) => void = () => undefined,
+  options: { serves?: boolean } = {}): Promise<Store> {
   // the master secret and the admin token live in the data dir whatever the backend
   ensurePrivateDataDir(config.dataDir, (message) => warn(message));
-  if (config.store.type === 'lmdb') return LmdbStore.open(config.dataDir);
+  if (config.store.type === 'lmdb') return LmdbStore.open(config.dataDir, options);
   if (!config.redis) throw new Error('a postgres store needs the redis config');
   // required only when chosen: its drivers (pg, ioredis) cost every process of a one-box deployment ~10 MiB of RSS
   const { PostgresStore } = require('./postgres') as typeof import('./postgres');

@@ -3,9 +3,13 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { makePrivate } from '../data-dir';
+import { GatedOpener } from './open-gate';
 import { open, type Database, type RootDatabase } from 'lmdb';
 
 export const SCHEMA_VERSION = 1;
+/** the env files in the data dir (each with its `-lock` file) */
+export const MAIN_ENV = 'tollgate.lmdb';
+export const EPHEMERAL_ENV = 'ephemeral.lmdb';
 
 export interface Databases {
   root: RootDatabase;
@@ -43,10 +47,18 @@ const RECORD_ENCODING: Record<string, unknown> = {
 
 export function openDatabases(dataDir: string): Databases {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const root = open({ path: join(dataDir, 'tollgate.lmdb'), maxDbs: 16, compression: false, mapSize: 2 * 1024 ** 3 });
+  // each env opened while no other process commits to it (open-gate.ts)
+  const gate = new GatedOpener(dataDir);
+  let root: RootDatabase;
+  let ephemeralRoot: RootDatabase;
+  try {
+    root = gate.open(MAIN_ENV, () => open({ path: join(dataDir, MAIN_ENV), maxDbs: 16, compression: false, mapSize: 2 * 1024 ** 3 }));
+    ephemeralRoot = gate.open(EPHEMERAL_ENV, () => open({ path: join(dataDir, EPHEMERAL_ENV), noSync: true, maxDbs: 2, compression: false }));
+  } finally {
+    gate.close();
+  }
   const sub = <V, K extends import('lmdb').Key>(name: string, options: Record<string, unknown> = {}) =>
     root.openDB<V, K>({ name, ...RECORD_ENCODING, ...options });
-  const ephemeralRoot = open({ path: join(dataDir, 'ephemeral.lmdb'), noSync: true, maxDbs: 2, compression: false });
   for (const file of ['tollgate.lmdb', 'tollgate.lmdb-lock', 'ephemeral.lmdb', 'ephemeral.lmdb-lock']) makePrivate(join(dataDir, file));
   const databases: Databases = {
     root,

@@ -1,6 +1,6 @@
 // The LMDB backend (the default): one env in the data dir, shared by every process of one box.
 // Only src/store/lmdb/ imports lmdb.
-import { openDatabases, type Databases } from './database';
+import { EPHEMERAL_ENV, openDatabases, type Databases } from './database';
 import { LmdbAccounts } from './accounts';
 import { LmdbKeys } from './keys';
 import { LmdbCounters } from './counters';
@@ -10,6 +10,7 @@ import { LmdbTasks } from './tasks';
 import { LedgerWriter } from './ledger-writer';
 import { LmdbAdmin } from './admin';
 import { LmdbAudit } from './audit';
+import { OpenGate } from './open-gate';
 import type { SealedValue } from '../../auth/secrets';
 import type { BatchCommitter, BatchCommitterHooks, Store } from '../types';
 
@@ -38,8 +39,19 @@ export class LmdbStore implements Store {
     this.audit = new LmdbAudit(databases);
   }
 
-  static open(dataDir: string): LmdbStore {
-    return new LmdbStore(openDatabases(dataDir), dataDir);
+  private gate: OpenGate | undefined;
+
+  /**
+   * `serves`: this process serves the data dir for as long as the store is open (a supervisor, a
+   * gateway started alone), so it holds the open gate for the processes that open it meanwhile.
+   */
+  static open(dataDir: string, options: { serves?: boolean } = {}): LmdbStore {
+    const store = new LmdbStore(openDatabases(dataDir), dataDir);
+    if (options.serves) {
+      const { root, ephemeralRoot } = store.databases;
+      store.gate = OpenGate.hold(dataDir, (envFile, body) => (envFile === EPHEMERAL_ENV ? ephemeralRoot : root).transactionSync(body));
+    }
+    return store;
   }
 
   secretCheck(): SealedValue | undefined {
@@ -71,6 +83,7 @@ export class LmdbStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.gate?.stop();
     await this.databases.root.close();
     await this.databases.ephemeralRoot.close();
   }

@@ -1,0 +1,169 @@
+// The open gate: no process opens one of the data dir's LMDB envs while another process commits to it.
+//
+// lmdb's copy of LMDB (3.5.6) stores the transaction id it reads while opening an env into the lock
+// file's shared state without holding the write lock. A commit another process makes in that window
+// is then overwritten by the next write transaction, in any process: ids are handed out twice, and a
+// batch, lease or top-up can be lost (docs/lmdb.md; upstream LMDB fixed the same race as ITS#9496).
+//
+// A process that serves the data dir (the supervisor, or a gateway started alone) is the gate's
+// holder: it writes its pid to `<dataDir>/open-gate/holder` and looks for requests. Another process
+// that opens an env while a live holder exists (a worker starting or replacing one, a CLI command,
+// a test) asks first: it writes `ID.request` naming the env; the holder takes that env's write lock
+// and writes `ID.held`; the opener opens. lmdb's open ends with a write transaction of its own, which
+// waits for that lock: by then the racy part of the open is over. A watcher thread of the opener
+// sees its main thread wait on the lock (Linux, /proc) and writes `ID.opened`, and the holder lets go.
+// Where the wait cannot be seen, the holder lets go after HOLD_AT_MOST_MS, which is also safe: the
+// open's own write transaction cannot start before. Writers of every process wait on the lock for
+// the milliseconds an open takes. With no live holder, nothing serves the data dir: opened at once.
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { isMainThread, Worker } from 'node:worker_threads';
+
+const GATE_DIR = 'open-gate';
+const HOLDER_FILE = 'holder';
+/** how often a holder looks for requests */
+const POLL_MS = 20;
+/** an opener that sees no hold within this opens anyway (its holder is stuck) */
+const WAIT_FOR_HOLD_MS = 10_000;
+/** a holder lets go after this even when it never hears that the opener got to the lock */
+export const HOLD_AT_MOST_MS = 5_000;
+
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+/** Blocks this thread for `ms`: the gate's waits run where no event loop may turn (inside a write transaction, in a synchronous open). */
+function sleepSync(ms: number): void {
+  Atomics.wait(sleeper, 0, 0, ms);
+}
+
+function gateDir(dataDir: string): string {
+  return join(dataDir, GATE_DIR);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The pid of the live process (other than this one) that holds the gate of `dataDir`, if any. */
+function liveHolder(dataDir: string): number | undefined {
+  let pid: number;
+  try { pid = Number(readFileSync(join(gateDir(dataDir), HOLDER_FILE), 'utf8')); } catch { return undefined; }
+  if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) return undefined;
+  return alive(pid) ? pid : undefined;
+}
+
+let requests = 0;
+
+/**
+ * Opens envs of one data dir through its gate: each open runs under the hold of the gate's live
+ * holder, if there is one. Threads skip the gate: they share the envs their process's main thread
+ * opened. close() when done (it ends the watcher thread).
+ */
+export class GatedOpener {
+  private readonly holder: number | undefined;
+  private readonly watcher: Worker | undefined;
+
+  constructor(private readonly dataDir: string) {
+    this.holder = isMainThread ? liveHolder(dataDir) : undefined;
+    if (this.holder === undefined) return;
+    // started before the first request, so that it boots while the holder answers
+    this.watcher = new Worker(require.resolve('./open-gate-watcher'), { workerData: { tid: process.pid, timeoutMs: HOLD_AT_MOST_MS } });
+    this.watcher.unref();
+  }
+
+  /** Runs `open`, which opens the env `<dataDir>/<envFile>`. */
+  open<T>(envFile: string, open: () => T): T {
+    if (this.holder === undefined || this.watcher === undefined) return open();
+    const dir = gateDir(this.dataDir);
+    const id = `${process.pid}-${Date.now()}-${++requests}`;
+    const opened = join(dir, `${id}.opened`);
+    writeFileSync(join(dir, `${id}.request`), envFile, { mode: 0o600 });
+    try {
+      const deadline = Date.now() + WAIT_FOR_HOLD_MS;
+      while (!existsSync(join(dir, `${id}.held`)) && Date.now() < deadline && alive(this.holder)) sleepSync(2);
+      this.watcher.postMessage({ lockFile: join(this.dataDir, `${envFile}-lock`), opened });
+      return open();
+    } finally {
+      // also when the open failed or was not seen waiting: the holder lets go either way
+      writeFileSync(opened, '', { mode: 0o600 });
+    }
+  }
+
+  close(): void {
+    void this.watcher?.terminate();
+  }
+}
+
+/** The holder's side: runs `body` holding the write lock of the env file it names. */
+export type HoldWriteLock = (envFile: string, body: () => void) => void;
+
+/** The holder: answers requests until stop(). */
+export class OpenGate {
+  private readonly timer: NodeJS.Timeout;
+  private readonly dir: string;
+
+  private constructor(dataDir: string, private readonly holdWriteLock: HoldWriteLock) {
+    this.dir = gateDir(dataDir);
+    this.timer = setInterval(() => this.poll(), POLL_MS);
+    this.timer.unref();
+  }
+
+  /**
+   * Becomes the holder of `dataDir`'s gate. The process that serves the data dir claims it whatever
+   * the file says: a holder file left by a process killed -9 may name a pid the system gave again.
+   */
+  static hold(dataDir: string, holdWriteLock: HoldWriteLock): OpenGate | undefined {
+    if (!isMainThread) return undefined;
+    const dir = gateDir(dataDir);
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const temporary = join(dir, `${HOLDER_FILE}.${process.pid}`);
+    writeFileSync(temporary, String(process.pid), { mode: 0o600 });
+    renameSync(temporary, join(dir, HOLDER_FILE));
+    return new OpenGate(dataDir, holdWriteLock);
+  }
+
+  private poll(): void {
+    let names: string[];
+    try { names = readdirSync(this.dir); } catch { return; }
+    for (const name of names) {
+      if (name.endsWith('.request')) this.serve(name.slice(0, -'.request'.length));
+    }
+    this.sweep(names);
+  }
+
+  /** Holds the named env's write lock while opener `id` opens it. */
+  private serve(id: string): void {
+    const opened = join(this.dir, `${id}.opened`);
+    let envFile: string;
+    try { envFile = readFileSync(join(this.dir, `${id}.request`), 'utf8'); } catch { return; }
+    const opener = Number(id.split('-')[0]);
+    if (!existsSync(opened) && alive(opener)) {
+      this.holdWriteLock(envFile, () => {
+        writeFileSync(join(this.dir, `${id}.held`), '', { mode: 0o600 });
+        const until = Date.now() + HOLD_AT_MOST_MS;
+        while (!existsSync(opened) && Date.now() < until && alive(opener)) sleepSync(1);
+      });
+    }
+    for (const suffix of ['.request', '.held']) rmSync(join(this.dir, `${id}${suffix}`), { force: true });
+  }
+
+  /** Removes the `.opened` marks of requests already answered (an opener writes its request first). */
+  private sweep(names: string[]): void {
+    for (const name of names) {
+      if (name.endsWith('.opened') && !names.includes(name.replace(/\.opened$/, '.request'))) rmSync(join(this.dir, name), { force: true });
+    }
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    const file = join(this.dir, HOLDER_FILE);
+    try {
+      if (Number(readFileSync(file, 'utf8')) === process.pid) rmSync(file, { force: true });
+    } catch {
+      // already gone
+    }
+  }
+}
