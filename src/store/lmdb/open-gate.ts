@@ -10,14 +10,17 @@
 // that opens an env while a live holder exists (a worker starting or replacing one, a CLI command,
 // a test) asks first: it writes `ID.request` naming the env; the holder takes that env's write lock
 // and writes `ID.held`; the opener opens. lmdb's open ends with a write transaction of its own, which
-// waits for that lock: by then the racy part of the open is over. A watcher thread of the opener
-// sees its main thread wait on the lock (Linux, /proc) and writes `ID.opened`, and the holder lets go.
+// waits for that lock: by then the racy part of the open is over. The holder sees the opener's main
+// thread wait on the lock (Linux, /proc) and lets go; an opener that is not the holder's child (a CLI
+// command, whose /proc a ptrace policy may hide from the holder) also runs a watcher thread that
+// writes `ID.opened` when it sees the wait.
 // Where the wait cannot be seen, the holder lets go after HOLD_AT_MOST_MS, which is also safe: the
 // open's own write transaction cannot start before. Writers of every process wait on the lock for
 // the milliseconds an open takes. With no live holder, nothing serves the data dir: opened at once.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isMainThread, Worker } from 'node:worker_threads';
+import { lockWaitVisible, waitsOnLock } from './lock-wait';
 
 const GATE_DIR = 'open-gate';
 const HOLDER_FILE = 'holder';
@@ -68,15 +71,16 @@ export class GatedOpener {
 
   constructor(private readonly dataDir: string) {
     this.holder = isMainThread ? liveHolder(dataDir) : undefined;
-    if (this.holder === undefined) return;
-    // started before the first request, so that it boots while the holder answers
-    this.watcher = new Worker(require.resolve('./open-gate-watcher'), { workerData: { tid: process.pid, timeoutMs: HOLD_AT_MOST_MS } });
+    // A holder sees its own children wait (/proc); for another process, a thread of this one watches.
+    // Started before the first request, so that it boots while the holder answers.
+    if (this.holder === undefined || this.holder === process.ppid || !lockWaitVisible) return;
+    this.watcher = new Worker(require.resolve('./open-gate-watcher'), { workerData: { pid: process.pid, timeoutMs: HOLD_AT_MOST_MS } });
     this.watcher.unref();
   }
 
   /** Runs `open`, which opens the env `<dataDir>/<envFile>`. */
   open<T>(envFile: string, open: () => T): T {
-    if (this.holder === undefined || this.watcher === undefined) return open();
+    if (this.holder === undefined) return open();
     const dir = gateDir(this.dataDir);
     const id = `${process.pid}-${Date.now()}-${++requests}`;
     const opened = join(dir, `${id}.opened`);
@@ -84,7 +88,7 @@ export class GatedOpener {
     try {
       const deadline = Date.now() + WAIT_FOR_HOLD_MS;
       while (!existsSync(join(dir, `${id}.held`)) && Date.now() < deadline && alive(this.holder)) sleepSync(2);
-      this.watcher.postMessage({ lockFile: join(this.dataDir, `${envFile}-lock`), opened });
+      this.watcher?.postMessage({ lockFile: join(this.dataDir, `${envFile}-lock`), opened });
       return open();
     } finally {
       // also when the open failed or was not seen waiting: the holder lets go either way
@@ -105,7 +109,7 @@ export class OpenGate {
   private readonly timer: NodeJS.Timeout;
   private readonly dir: string;
 
-  private constructor(dataDir: string, private readonly holdWriteLock: HoldWriteLock) {
+  private constructor(private readonly dataDir: string, private readonly holdWriteLock: HoldWriteLock) {
     this.dir = gateDir(dataDir);
     this.timer = setInterval(() => this.poll(), POLL_MS);
     this.timer.unref();
@@ -140,11 +144,18 @@ export class OpenGate {
     let envFile: string;
     try { envFile = readFileSync(join(this.dir, `${id}.request`), 'utf8'); } catch { return; }
     const opener = Number(id.split('-')[0]);
+    const lockFile = join(this.dataDir, `${envFile}-lock`);
+    let watching = lockWaitVisible;
+    /** whether the opener's main thread waits on the lock, when /proc lets this process see it */
+    const waits = (): boolean => {
+      if (!watching) return false;
+      try { return waitsOnLock(opener, lockFile); } catch { watching = false; return false; }
+    };
     if (!existsSync(opened) && alive(opener)) {
       this.holdWriteLock(envFile, () => {
         writeFileSync(join(this.dir, `${id}.held`), '', { mode: 0o600 });
         const until = Date.now() + HOLD_AT_MOST_MS;
-        while (!existsSync(opened) && Date.now() < until && alive(opener)) sleepSync(1);
+        while (!existsSync(opened) && !waits() && Date.now() < until && alive(opener)) sleepSync(1);
       });
     }
     for (const suffix of ['.request', '.held']) rmSync(join(this.dir, `${id}${suffix}`), { force: true });
