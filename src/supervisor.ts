@@ -30,11 +30,14 @@ const WORKER_SEMI_SPACE_MAX_MB = 16;
  * (bench/README.md has the measurements).
  * `lowMemory` (config `low_memory`): one V8 platform thread instead of four. Each thread that runs
  * garbage-collection tasks keeps its own stack and malloc arena; under load the collector then does
- * its parallel work with one helper.
+ * its parallel work with one helper. And TurboFan compiles on the worker's own thread, not that
+ * helper: a compile there left a malloc arena with ~10 MiB resident that glibc never gave back
+ * (in about one start in five); on the main thread its memory comes from the main heap, which is
+ * trimmed. The price is the compile's time on the event loop while the worker warms up.
  */
 export function workerV8Flags(semiSpaceMb = DEFAULT_WORKER_SEMI_SPACE_MB, lowMemory = false): string[] {
   return [`--min-semi-space-size=${semiSpaceMb}`, `--max-semi-space-size=${Math.max(semiSpaceMb, WORKER_SEMI_SPACE_MAX_MB)}`, '--no-allocation-site-pretenuring',
-    ...(lowMemory ? ['--v8-pool-size=1'] : [])];
+    ...(lowMemory ? ['--v8-pool-size=1', '--no-concurrent-recompilation'] : [])];
 }
 export const WORKER_V8_FLAGS: readonly string[] = workerV8Flags();
 

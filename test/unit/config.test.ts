@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, EMBEDDED_CONFIG, loadConfig, redacted } from '../../src/config';
 import { workerV8Flags } from '../../src/supervisor';
+import { execFileSync } from 'node:child_process';
 
 const chatModel = { id: 'gpt-test', price: { input: 1, output: 2 } };
 const channel = { name: 'main', type: 'openai', base_url: 'http://127.0.0.1:9', keys: ['k'], models: ['gpt-test'] };
@@ -108,8 +109,15 @@ test('low_memory: off by default; on, workers start with the low-memory young ge
   const small = loadConfig({ raw: { ...EMBEDDED_CONFIG, low_memory: true }, env });
   assert.equal(small.lowMemory, true);
   assert.equal(small.workerSemiSpaceMb, 1);
-  assert.deepEqual(workerV8Flags(small.workerSemiSpaceMb, small.lowMemory), ['--min-semi-space-size=1', '--max-semi-space-size=16', '--no-allocation-site-pretenuring', '--v8-pool-size=1']);
+  assert.deepEqual(workerV8Flags(small.workerSemiSpaceMb, small.lowMemory), ['--min-semi-space-size=1', '--max-semi-space-size=16', '--no-allocation-site-pretenuring', '--v8-pool-size=1', '--no-concurrent-recompilation']);
   assert.equal(loadConfig({ raw: { ...EMBEDDED_CONFIG, low_memory: true, worker_semi_space_mb: 8 }, env }).workerSemiSpaceMb, 8);
+  if (!process.versions.bun) {
+    // V8 ignores a flag it does not know; --v8-pool-size is Node's own
+    const known = execFileSync(process.execPath, ['--v8-options'], { encoding: 'utf8' });
+    for (const flag of workerV8Flags(1, true).filter((entry) => !entry.startsWith('--v8-pool-size'))) {
+      assert.match(known, new RegExp(`^\\s+--${flag.replace(/^--(no-)?/, '').replace(/=.*/, '')} `, 'm'), flag);
+    }
+  }
   assert.equal((redacted(small) as { low_memory: boolean }).low_memory, true, 'shown in the file\'s own shape');
   for (const bad of ['yes', 1, null]) {
     assert.throws(() => loadConfig({ raw: { ...EMBEDDED_CONFIG, low_memory: bad }, env }),
