@@ -50,13 +50,19 @@ function child(...args: string[]): Child {
   };
 }
 
-test('while the holder holds for an opener, a commit of another process waits; the opener\'s own open lets it go at once', async () => {
+/** A fresh data dir with its gate's holder, and a writer that has the store open and creates `keys` keys when told. */
+async function holderAndWriter(keys: number): Promise<{ dir: string; holder: Child; writer: Child }> {
   const dir = dataDir();
   await LmdbStore.open(dir).close();
   const holder = child('holder', dir);
   await holder.said('ready');
-  const writer = child('writer', dir, '25');
+  const writer = child('writer', dir, String(keys));
   await writer.said('open');
+  return { dir, holder, writer };
+}
+
+test('while the holder holds for an opener, a commit of another process waits; the opener\'s own open lets it go at once', async () => {
+  const { dir, holder, writer } = await holderAndWriter(25);
 
   // an opener's request, made by hand: the holder takes the main env's write lock and says so
   const id = `${process.pid}-${Date.now()}-1`;
@@ -90,12 +96,7 @@ test('while the holder holds for an opener, a commit of another process waits; t
 });
 
 test('processes opening and closing the store while another creates keys: no commit is lost (every id handed out once)', async () => {
-  const dir = dataDir();
-  await LmdbStore.open(dir).close();
-  const holder = child('holder', dir);
-  await holder.said('ready');
-  const writer = child('writer', dir, '3000');
-  await writer.said('open');
+  const { dir, holder, writer } = await holderAndWriter(3000);
   writer.process.stdin!.end('go\n');
   let finished = false;
   const ids = writer.stdout.finally(() => { finished = true; });
