@@ -132,7 +132,7 @@ for (const front of FRONTS) {
         assert.ok(record, `a record for the call with ${result.promptTokens} prompt tokens`);
         const oldQuota = expectedUsageQuota(OLD, record.prompt_tokens, record.completion_tokens);
         const newQuota = expectedUsageQuota(NEW, record.prompt_tokens, record.completion_tokens);
-        assert.ok(record.quota === oldQuota || record.quota === newQuota, `billed ${record.quota}: neither ${oldQuota} nor ${newQuota}`);
+        assert.ok(record.quota === oldQuota || record.quota === newQuota, `billed ${record.quota}: neither ${oldQuota} nor ${newQuota}: ${JSON.stringify(record)} ${JSON.stringify({ ...result, text: undefined })} reload ${reloadSentAt}-${reloadAnsweredAt}`);
         if (result.endedAt < reloadSentAt) { assert.equal(record.quota, oldQuota, 'a call done before the reload is billed the old price'); old += 1; }
         if (result.startedAt > reloadAnsweredAt) { assert.equal(record.quota, newQuota, 'a call started after the reload is billed the new price'); fresh += 1; }
       }
