@@ -85,8 +85,10 @@ for (const front of FRONTS) {
         for (let index = 0; index < MAX_CALLS_PER_LOOP && Date.now() < deadline; index += 1) {
           if (reloadAnsweredAt > 0 && callsAfterReload >= LOOPS * 3) return;
           sequence += 1;
-          // a prompt of its own length per call: the record is found again by its prompt tokens
-          const result = await chat('sim-gpt-mini', 'w'.repeat(12 * sequence));
+          // a prompt of its own length per call: the record is found again by its prompt tokens. Plain
+          // words, whose byte estimate leans high: a prompt denser than its estimate ('wwww…') may be
+          // charged at most its reservation when the settlement cannot extend it (docs/money.md)
+          const result = await chat('sim-gpt-mini', 'hello '.repeat(2 * sequence));
           results.push(result);
           if (reloadAnsweredAt > 0 && result.startedAt > reloadAnsweredAt) callsAfterReload += 1;
         }
@@ -156,7 +158,7 @@ for (const front of FRONTS) {
       assert.match(garbled.json.message, /is not valid JSON/);
       // still the new price of generation 1
       sequence += 1;
-      const result = await chat('sim-gpt-mini', 'w'.repeat(12 * sequence));
+      const result = await chat('sim-gpt-mini', 'hello '.repeat(2 * sequence));
       assert.equal(result.status, 200);
       const refusals = await call(supervisor.url, 'GET', '/api/admin/audit?action=reload.refused', { token: admin });
       assert.equal(refusals.json.data.total, 2);
@@ -178,7 +180,7 @@ for (const front of FRONTS) {
       assert.equal(reloaded.details.generation, 2);
       for (let index = 0; index < 6; index += 1) {
         sequence += 1;
-        assert.equal((await chat('sim-new', 'w'.repeat(12 * sequence))).status, 200);
+        assert.equal((await chat('sim-new', 'hello '.repeat(2 * sequence))).status, 200);
       }
       const byCli = await cliJson(['reload'], supervisor.dataDir) as { ok: boolean; generation: number };
       assert.equal(byCli.ok, true);
