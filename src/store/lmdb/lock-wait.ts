@@ -6,6 +6,12 @@ import { readFileSync, statSync } from 'node:fs';
 const FUTEX: Record<string, string> = { x64: '202', arm64: '98' };
 const futex = FUTEX[process.arch];
 
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+/** Blocks this thread for `ms`: the gate's waits run where no event loop may turn (inside a write transaction, in a synchronous open). */
+export function sleepSync(ms: number): void {
+  Atomics.wait(sleeper, 0, 0, ms);
+}
+
 /** Whether this system lets the wait be seen at all. */
 export const lockWaitVisible = process.platform === 'linux' && futex !== undefined;
 

@@ -4,17 +4,16 @@
 // the racy part of the open is over), then writes the `.opened` mark that tells the holder to let go.
 import { writeFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
-import { waitsOnLock } from './lock-wait';
+import { sleepSync, waitsOnLock } from './lock-wait';
 
 const { pid, timeoutMs } = workerData as { pid: number; timeoutMs: number };
-const nap = new Int32Array(new SharedArrayBuffer(4));
 
 function watch(lockFile: string, opened: string): void {
   const until = Date.now() + timeoutMs;
   try {
     while (Date.now() < until) {
       if (waitsOnLock(pid, lockFile)) { writeFileSync(opened, '', { mode: 0o600 }); return; }
-      Atomics.wait(nap, 0, 0, 1);
+      sleepSync(1);
     }
   } catch {
     // /proc cannot be read here: the holder lets go after its bound

@@ -20,7 +20,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isMainThread, Worker } from 'node:worker_threads';
-import { lockWaitVisible, waitsOnLock } from './lock-wait';
+import { lockWaitVisible, sleepSync, waitsOnLock } from './lock-wait';
 
 const GATE_DIR = 'open-gate';
 const HOLDER_FILE = 'holder';
@@ -30,12 +30,6 @@ const POLL_MS = 20;
 const WAIT_FOR_HOLD_MS = 10_000;
 /** a holder lets go after this even when it never hears that the opener got to the lock */
 export const HOLD_AT_MOST_MS = 5_000;
-
-const sleeper = new Int32Array(new SharedArrayBuffer(4));
-/** Blocks this thread for `ms`: the gate's waits run where no event loop may turn (inside a write transaction, in a synchronous open). */
-function sleepSync(ms: number): void {
-  Atomics.wait(sleeper, 0, 0, ms);
-}
 
 function gateDir(dataDir: string): string {
   return join(dataDir, GATE_DIR);
