@@ -2,6 +2,7 @@
 // main.ts (composition root). Handlers never construct their own clients or read the environment.
 import type { Config, ModelConfig } from './config';
 import type { Logger } from './log';
+import type { AccessSink } from './ops/access-log';
 import type { Store } from './store';
 import type { Ledger } from './billing/ledger';
 import type { ChannelSelector } from './relay/channels';
@@ -27,5 +28,5 @@ export interface GatewayContext {
   /** metrics, channel health across workers, reload (src/ops/) */
   ops: Operations;
   /** where access lines go (one per request) while `config.accessLog` is on (a reload may switch it) */
-  accessLog: Logger;
+  accessLog: AccessSink;
 }

@@ -15,7 +15,7 @@ import { createProviders } from './providers';
 import { UpstreamPools } from './upstream/pools';
 import { TaskPool } from './pool';
 import { localOperations, type Operations } from './ops/operations';
-import { createAccessLogger } from './ops/access-log';
+import { AccessLog, type AccessSink } from './ops/access-log';
 import { frontFor } from './runtime';
 
 export interface RunningGateway {
@@ -40,7 +40,7 @@ export interface GatewayOptions {
   /** the config file, re-read by a reload of a gateway started alone */
   configPath?: string;
   /** where access lines go (default: stdout, buffered, at the log's level) */
-  accessLog?: Logger;
+  accessLog?: AccessSink;
 }
 
 /** Answers the front gives itself (oversized URL or headers, …), in the dialect of the path. */
@@ -74,7 +74,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   // the operations read the context lazily: it is built with their metrics and health events
   let built: GatewayContext | undefined;
   const ops = (options.operations ?? ((getContext, logger) => localOperations(getContext, logger, options.configPath)))(() => built!, log);
-  const accessOutput = options.accessLog ? undefined : createAccessLogger(log.level);
+  const accessOutput = options.accessLog ? undefined : new AccessLog({ level: log.level });
   const context: GatewayContext = {
     config,
     models: modelIndex(config),
@@ -88,7 +88,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     providers: createProviders({ pools, pool: taskPool, offloadThresholdBytes: config.offloadThresholdBytes, log }),
     pool: taskPool,
     ops,
-    accessLog: options.accessLog ?? accessOutput!.log,
+    accessLog: options.accessLog ?? accessOutput!,
   };
   built = context;
   const server: HttpServer = createHttpServer({

@@ -1,20 +1,19 @@
-// The access log: one pino line per request at `info` (switch: `access_log.enabled`). A billed
+// The access log: one JSON line per request at `info` (switch: `access_log.enabled`). A billed
 // model call's line carries route, model, channel, status, duration, time to first byte, tokens,
 // quota, key id and account id; other requests carry route, status and duration. Never a secret:
-// ids only, no header, no body. Lines go to stdout through a buffered asynchronous stream (a write
-// per line would cost a system call per request); it is flushed at shutdown.
-import pino, { type Logger } from 'pino';
+// ids only, no header, no body.
+//
+// Lines have pino's shape ({"level":30,"time":…,"pid":…,"log":"access",…,"msg":"call"}), so one
+// reader takes both logs, but they are not written through pino: a line is its fields' JSON.stringify
+// with that prefix, kept in memory, and written to stdout in batches (one write per 64 KiB or per
+// FLUSH_MS, whichever comes first). Nothing waits on the write. When stdout does not keep up, lines
+// beyond MAX_PENDING_BYTES are dropped and counted, and the next batch says how many, so a slow log
+// reader never slows calls or grows the worker's memory without bound.
+import { write as writeFd, writeSync } from 'node:fs';
 
-export type { Logger };
-
-/** A logger for access lines at `level`, writing to stdout in 4 KiB batches. */
-export function createAccessLogger(level: string): { log: Logger; flush(): void } {
-  const destination = pino.destination({ dest: 1, sync: false, minLength: 4096 });
-  const log = pino({ level, base: { pid: process.pid, log: 'access' } }, destination);
-  return {
-    log,
-    flush: () => { try { destination.flushSync(); } catch { /* nothing buffered, or stdout gone */ } },
-  };
+/** What the gateway writes access lines to: this writer, or in tests any pino logger. */
+export interface AccessSink {
+  info(fields: object, message: string): void;
 }
 
 /** The fields of a billed call's access line. */
@@ -32,4 +31,131 @@ export interface CallLine {
   account_id: number;
   stream: boolean;
   end_reason: string;
+}
+
+/** a batch is written once this much is pending */
+export const BATCH_BYTES = 64 * 1024;
+/** a line waits at most this long (plus a write in flight) before its batch is written */
+export const FLUSH_MS = 200;
+/** lines past this much unwritten text are dropped (and counted) until the output catches up */
+export const MAX_PENDING_BYTES = 8 * 1024 * 1024;
+/** after EAGAIN (a non-blocking stdout that is full), the next try */
+const RETRY_MS = 50;
+
+const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity };
+
+export interface AccessLogOptions {
+  /** the logger level: below or at `info` the lines are written */
+  level: string;
+  /** file descriptor the lines go to (default 1, stdout) */
+  fd?: number;
+  pid?: number;
+  maxPendingBytes?: number;
+}
+
+export class AccessLog implements AccessSink {
+  private readonly enabled: boolean;
+  private readonly fd: number;
+  private readonly prefix: string;
+  private readonly pidPart: string;
+  private readonly maxPendingBytes: number;
+  /** lines not handed to a write yet, and their length in characters (≥ bytes / 3) */
+  private lines: string[] = [];
+  private pendingChars = 0;
+  /** the bytes of the write in flight, from where the last partial write stopped */
+  private writing: Buffer | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private closed = false;
+  /** lines dropped since the last batch went out */
+  private dropped = 0;
+  /** all lines dropped since the start (for metrics and tests) */
+  droppedTotal = 0;
+
+  constructor(options: AccessLogOptions) {
+    this.enabled = (LEVELS[options.level] ?? LEVELS.info) <= LEVELS.info;
+    this.fd = options.fd ?? 1;
+    this.prefix = '{"level":30,"time":';
+    this.pidPart = `,"pid":${options.pid ?? process.pid},"log":"access",`;
+    this.maxPendingBytes = options.maxPendingBytes ?? MAX_PENDING_BYTES;
+  }
+
+  info(fields: object, message: string): void {
+    if (!this.enabled || this.closed) return;
+    if (this.pendingChars >= this.maxPendingBytes) { this.dropped += 1; this.droppedTotal += 1; return; }
+    // the fields' own JSON with the prefix in front of its first field and the message after its last
+    const json = JSON.stringify(fields);
+    const line = json.length > 2
+      ? `${this.prefix}${Date.now()}${this.pidPart}${json.slice(1, -1)},"msg":${JSON.stringify(message)}}\n`
+      : `${this.prefix}${Date.now()}${this.pidPart}"msg":${JSON.stringify(message)}}\n`;
+    this.lines.push(line);
+    this.pendingChars += line.length;
+    this.schedule();
+  }
+
+  /** Writes a full batch now, or arms the timer for a partial one; nothing while a write is in flight. */
+  private schedule(): void {
+    if (this.writing !== null || this.closed) return;
+    if (this.pendingChars >= BATCH_BYTES) { this.writeBatch(); return; }
+    if (this.timer !== null || (this.lines.length === 0 && this.dropped === 0)) return;
+    this.timer = setTimeout(() => { this.timer = null; if (this.writing === null) this.writeBatch(); }, FLUSH_MS);
+    this.timer.unref();
+  }
+
+  /** Joins what is pending into one buffer (with the count of dropped lines before it). */
+  private takeBatch(): Buffer | null {
+    if (this.lines.length === 0 && this.dropped === 0) return null;
+    let text = this.lines.join('');
+    if (this.dropped > 0) {
+      text = `${this.prefix}${Date.now()}${this.pidPart}"dropped_lines":${this.dropped},"msg":"access log output too slow: lines dropped"}\n${text}`;
+      this.dropped = 0;
+    }
+    this.lines = [];
+    this.pendingChars = 0;
+    return Buffer.from(text, 'utf8');
+  }
+
+  private writeBatch(): void {
+    if (this.timer !== null) { clearTimeout(this.timer); this.timer = null; }
+    const batch = this.takeBatch();
+    if (batch === null) return;
+    this.writing = batch;
+    this.writeCurrent();
+  }
+
+  private writeCurrent(): void {
+    const buffer = this.writing!;
+    writeFd(this.fd, buffer, 0, buffer.length, null, (error, written) => {
+      if (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EAGAIN') { setTimeout(() => this.writeCurrent(), RETRY_MS).unref(); return; }
+        // stdout is gone (closed pipe): the lines have nowhere to go
+        this.writing = null;
+        this.closed = true;
+        this.lines = [];
+        this.pendingChars = 0;
+        return;
+      }
+      if (written < buffer.length) { this.writing = buffer.subarray(written); this.writeCurrent(); return; }
+      this.writing = null;
+      this.schedule();
+    });
+  }
+
+  /**
+   * At shutdown: writes the lines no write has taken yet, synchronously (for at most 2 s when the
+   * output is full), after which lines are no longer kept. A write already in flight finishes on its own.
+   */
+  flush(): void {
+    if (this.timer !== null) { clearTimeout(this.timer); this.timer = null; }
+    const batch = this.takeBatch();
+    this.closed = true;
+    if (batch === null) return;
+    let rest = batch;
+    const deadline = Date.now() + 2_000;
+    while (rest.length > 0 && Date.now() < deadline) {
+      try { rest = rest.subarray(writeSync(this.fd, rest)); } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') return;
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, RETRY_MS);   // a full non-blocking stdout: wait, then try again
+      }
+    }
+  }
 }

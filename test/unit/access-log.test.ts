@@ -1,0 +1,118 @@
+// The access log writer: pino-shaped lines, written in batches without a write per line, within
+// FLUSH_MS when traffic is light, in order, and bounded when its output does not keep up (lines
+// dropped and counted, the count written once the output drains).
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { closeSync, constants, mkdtempSync, openSync, readFileSync, readSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { AccessLog, FLUSH_MS } from '../../src/ops/access-log';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function tempFile(): { path: string; fd: number; done(): void } {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-access-'));
+  const path = join(dir, 'out.log');
+  const fd = openSync(path, 'w', 0o600);
+  return { path, fd, done: () => { closeSync(fd); rmSync(dir, { recursive: true, force: true }); } };
+}
+
+const lines = (path: string) => readFileSync(path, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+
+test('a line has pino\'s shape with the fields, and reaches the output within the flush period', async () => {
+  const out = tempFile();
+  try {
+    const log = new AccessLog({ level: 'info', fd: out.fd, pid: 4242 });
+    log.info({ route: '/v1/chat/completions', model: 'gpt "quoted" \u2028 名前', status: 200, ttfb_ms: null, stream: false }, 'call');
+    log.info({}, 'request');
+    assert.equal(readFileSync(out.path, 'utf8'), '', 'nothing written per line');
+    await sleep(FLUSH_MS * 3);
+    const [call, bare] = lines(out.path);
+    assert.deepEqual(Object.keys(call), ['level', 'time', 'pid', 'log', 'route', 'model', 'status', 'ttfb_ms', 'stream', 'msg']);
+    assert.equal(call.level, 30);
+    assert.equal(call.pid, 4242);
+    assert.equal(call.log, 'access');
+    assert.equal(call.model, 'gpt "quoted" \u2028 名前');
+    assert.equal(call.ttfb_ms, null);
+    assert.equal(call.msg, 'call');
+    assert.ok(Math.abs(Number(call.time) - Date.now()) < 5_000);
+    assert.deepEqual(Object.keys(bare), ['level', 'time', 'pid', 'log', 'msg']);
+  } finally {
+    out.done();
+  }
+});
+
+test('many lines: every one written once, in order; flush() writes what is pending at once', async () => {
+  const out = tempFile();
+  try {
+    const log = new AccessLog({ level: 'info', fd: out.fd });
+    for (let index = 0; index < 5_000; index += 1) log.info({ route: '/r', n: index }, 'call');
+    await sleep(FLUSH_MS * 3);
+    log.info({ n: 5_000 }, 'call');
+    log.flush();
+    const written = lines(out.path);
+    assert.equal(written.length, 5_001);
+    written.forEach((line, index) => assert.equal(line.n, index));
+    log.info({ n: 'after close' }, 'call');
+    await sleep(FLUSH_MS * 2);
+    assert.equal(lines(out.path).length, 5_001, 'no line after flush at shutdown');
+  } finally {
+    out.done();
+  }
+});
+
+test('above info the writer writes nothing', async () => {
+  const out = tempFile();
+  try {
+    const log = new AccessLog({ level: 'warn', fd: out.fd });
+    log.info({ route: '/r' }, 'call');
+    log.flush();
+    assert.equal(readFileSync(out.path, 'utf8'), '');
+  } finally {
+    out.done();
+  }
+});
+
+test('an output that does not read: lines past the bound are dropped and counted, the count written once it drains', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-access-'));
+  const fifo = join(dir, 'pipe');
+  execFileSync('mkfifo', ['-m', '0600', fifo]);
+  // both ends non-blocking: the writer sees a full pipe (EAGAIN) instead of hanging
+  const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+  const writer = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+  try {
+    const log = new AccessLog({ level: 'info', fd: writer, maxPendingBytes: 256 * 1024 });
+    const line = { route: '/v1/chat/completions', model: 'm', filler: 'x'.repeat(200) };
+    const started = Date.now();
+    for (let index = 0; index < 20_000; index += 1) log.info(line, 'call');   // ~5 MB into a 64 KiB pipe nobody reads
+    assert.ok(Date.now() - started < 5_000, 'logging never waits for the output');
+    await sleep(FLUSH_MS * 2);
+    assert.ok(log.droppedTotal > 10_000, `lines dropped: ${log.droppedTotal}`);
+    // the reader drains the pipe; the writer catches up and says how many it dropped
+    let text = '';
+    const chunk = Buffer.alloc(1 << 16);
+    const deadline = Date.now() + 10_000;
+    while (!text.includes('"dropped_lines"') && Date.now() < deadline) {
+      try {
+        const read = readSync(reader, chunk);
+        text += chunk.subarray(0, read).toString('utf8');
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
+        await sleep(20);
+      }
+      if (!text.includes('"dropped_lines"')) log.info(line, 'call');
+    }
+    const notice = text.split('\n').find((entry) => entry.includes('"dropped_lines"'));
+    assert.ok(notice, 'a line reports the dropped lines');
+    const parsed = JSON.parse(notice) as { dropped_lines: number; msg: string };
+    assert.ok(parsed.dropped_lines > 10_000);
+    assert.match(parsed.msg, /lines dropped/);
+    const kept = text.split('\n').filter((entry) => entry.includes('"filler"')).length;
+    assert.ok(kept > 0 && kept + parsed.dropped_lines <= 20_000 + 1_000, `kept ${kept}, dropped ${parsed.dropped_lines}`);
+  } finally {
+    closeSync(writer);
+    closeSync(reader);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
