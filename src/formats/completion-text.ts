@@ -37,6 +37,11 @@ export class CompletionTextSample {
     if (this.keptBytes >= this.maxBytes) this.compact();
   }
 
+  /** Records forwarded bytes without copying them (their text will not be counted). */
+  skip(bytes: number): void {
+    this.forwardedBytes += bytes;
+  }
+
   /** forwarded bytes / kept bytes: how much more text there was than was kept. */
   get scale(): number {
     const kept = this.keptBytes;

@@ -449,9 +449,15 @@ export class OpenAIStreamTail {
     return true;
   }
 
+  /**
+   * Records forwarded bytes for the local count. Once the upstream has reported usage the count
+   * will not be needed (usage() answers the upstream's), so nothing more is copied: a stream whose
+   * usage comes in the same chunk as its text (a whole answer in one read) copies nothing.
+   */
   private keep(output: Buffer): void {
     this.forwardedAny = true;
-    this.text.add(output);
+    if (this.upstreamUsage === undefined) this.text.add(output);
+    else this.text.skip(output.length);
   }
 
   /** Completion counts from the kept text, scaled up when more was forwarded than kept. */

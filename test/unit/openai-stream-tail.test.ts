@@ -207,6 +207,19 @@ test('text kept for counting is bounded; counts for the rest are scaled from the
   assert.ok(close(run(events, { maxTextBytes: 4096 }).result.usage.completion_tokens, exact));
 });
 
+test('once the upstream reported usage no text is kept: a whole stream in one chunk copies nothing; usage and bytes are the upstream\'s', () => {
+  const whole = openAIStream().join('');
+  const oneChunk = run([whole], { fallback: () => assert.fail('no local count when the upstream reported usage') });
+  assert.equal(oneChunk.textBytes, 0);
+  assert.equal(oneChunk.result.usageSource, 'upstream');
+  assert.deepEqual(oneChunk.result.usage, UPSTREAM_USAGE);
+  assert.equal(contentOf(oneChunk.output), CONTENT);
+  // chunk by chunk the text before the usage is kept as before, and the client sees the same bytes
+  const perEvent = run(openAIStream());
+  assert.equal(perEvent.textBytes, Buffer.byteLength(CONTENT));
+  assert.deepEqual(perEvent.output.toString(), oneChunk.output.toString());
+});
+
 test('tool call arguments count as completion text', () => {
   const call = (value: Json) => delta({ tool_calls: [{ index: 0, ...value }] });
   const events = [
