@@ -51,49 +51,52 @@ function child(...args: string[]): Child {
 }
 
 /** A fresh data dir with its gate's holder, and a writer that has the store open and creates `keys` keys when told. */
-async function holderAndWriter(keys: number): Promise<{ dir: string; holder: Child; writer: Child }> {
+async function holderAndWriter(keys: number, holderRole = 'holder'): Promise<{ dir: string; holder: Child; writer: Child }> {
   const dir = dataDir();
   await LmdbStore.open(dir).close();
-  const holder = child('holder', dir);
+  const holder = child(holderRole, dir);
   await holder.said('ready');
   const writer = child('writer', dir, String(keys));
   await writer.said('open');
   return { dir, holder, writer };
 }
 
-test('while the holder holds for an opener, a commit of another process waits; the opener\'s own open lets it go at once', async () => {
-  const { dir, holder, writer } = await holderAndWriter(25);
+for (const holderRole of ['holder', 'polling-holder']) {
+  const how = holderRole === 'holder' ? 'watching the gate dir' : 'polling the gate dir';
+  test(`(holder ${how}) while the holder holds for an opener, a commit of another process waits; the opener's own open lets it go at once`, async () => {
+    const { dir, holder, writer } = await holderAndWriter(25, holderRole);
 
-  // an opener's request, made by hand: the holder takes the main env's write lock and says so
-  const id = `${process.pid}-${Date.now()}-1`;
-  const gate = join(dir, 'open-gate');
-  writeFileSync(join(gate, `${id}.request`), 'tollgate.lmdb');
-  const heldBy = Date.now() + 10_000;
-  while (!existsSync(join(gate, `${id}.held`)) && Date.now() < heldBy) await new Promise((resolve) => setTimeout(resolve, 5));
-  assert.ok(existsSync(join(gate, `${id}.held`)), 'the holder answered the request');
-  let written = false;
-  void writer.stdout.then(() => { written = true; }, () => undefined);
-  writer.process.stdin!.end('go\n');
-  await new Promise((resolve) => setTimeout(resolve, 600));
-  assert.equal(written, false, 'the writer\'s commits wait while the lock is held');
-  writeFileSync(join(gate, `${id}.opened`), '');
-  const ids = JSON.parse(await writer.stdout) as number[];
-  assert.equal(ids.length, 25);
+    // an opener's request, made by hand: the holder takes the main env's write lock and says so
+    const id = `${process.pid}-${Date.now()}-1`;
+    const gate = join(dir, 'open-gate');
+    writeFileSync(join(gate, `${id}.request`), 'tollgate.lmdb');
+    const heldBy = Date.now() + 10_000;
+    while (!existsSync(join(gate, `${id}.held`)) && Date.now() < heldBy) await new Promise((resolve) => setTimeout(resolve, 5));
+    assert.ok(existsSync(join(gate, `${id}.held`)), 'the holder answered the request');
+    let written = false;
+    void writer.stdout.then(() => { written = true; }, () => undefined);
+    writer.process.stdin!.end('go\n');
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    assert.equal(written, false, 'the writer\'s commits wait while the lock is held');
+    writeFileSync(join(gate, `${id}.opened`), '');
+    const ids = JSON.parse(await writer.stdout) as number[];
+    assert.equal(ids.length, 25);
 
-  // a real opener: answered, opened, and the holder let go well before its bound (it saw the open wait)
-  const startedAt = Date.now();
-  const store = LmdbStore.open(dir);
-  const openedIn = Date.now() - startedAt;
-  await store.close();
-  assert.ok(openedIn < HOLD_AT_MOST_MS, `opened in ${openedIn} ms`);
-  const leftovers = () => readdirSync(gate).filter((name) => name !== 'holder');
-  const cleanBy = Date.now() + 5_000;
-  while (leftovers().length > 0 && Date.now() < cleanBy) await new Promise((resolve) => setTimeout(resolve, 20));
-  assert.deepEqual(leftovers(), [], 'the gate is left clean');
-  holder.process.stdin!.end();
-  await holder.stdout;
-  assert.deepEqual(readdirSync(gate), [], 'the holder took its pid file away');
-});
+    // a real opener: answered, opened, and the holder let go well before its bound (it saw the open wait)
+    const startedAt = Date.now();
+    const store = LmdbStore.open(dir);
+    const openedIn = Date.now() - startedAt;
+    await store.close();
+    assert.ok(openedIn < HOLD_AT_MOST_MS, `opened in ${openedIn} ms`);
+    const leftovers = () => readdirSync(gate).filter((name) => name !== 'holder');
+    const cleanBy = Date.now() + 5_000;
+    while (leftovers().length > 0 && Date.now() < cleanBy) await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.deepEqual(leftovers(), [], 'the gate is left clean');
+    holder.process.stdin!.end();
+    await holder.stdout;
+    assert.deepEqual(readdirSync(gate), [], 'the holder took its pid file away');
+  });
+}
 
 test('processes opening and closing the store while another creates keys: no commit is lost (every id handed out once)', async () => {
   const { dir, holder, writer } = await holderAndWriter(3000);

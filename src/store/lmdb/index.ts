@@ -44,12 +44,14 @@ export class LmdbStore implements Store {
   /**
    * `serves`: this process serves the data dir for as long as the store is open (a supervisor, a
    * gateway started alone), so it holds the open gate for the processes that open it meanwhile.
+   * `gateChangeEvents: false` makes the holder poll for requests instead of watching for them (tests).
    */
-  static open(dataDir: string, options: { serves?: boolean } = {}): LmdbStore {
+  static open(dataDir: string, options: { serves?: boolean; gateChangeEvents?: boolean } = {}): LmdbStore {
     const store = new LmdbStore(openDatabases(dataDir), dataDir);
     if (options.serves) {
       const { root, ephemeralRoot } = store.databases;
-      store.gate = OpenGate.hold(dataDir, (envFile, body) => (envFile === EPHEMERAL_ENV ? ephemeralRoot : root).transactionSync(body));
+      store.gate = OpenGate.hold(dataDir, (envFile, body) => (envFile === EPHEMERAL_ENV ? ephemeralRoot : root).transactionSync(body),
+        { watchChanges: options.gateChangeEvents });
     }
     return store;
   }

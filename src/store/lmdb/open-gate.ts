@@ -17,15 +17,17 @@
 // Where the wait cannot be seen, the holder lets go after HOLD_AT_MOST_MS, which is also safe: the
 // open's own write transaction cannot start before. Writers of every process wait on the lock for
 // the milliseconds an open takes. With no live holder, nothing serves the data dir: opened at once.
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 import { isMainThread, Worker } from 'node:worker_threads';
 import { lockWaitVisible, sleepSync, waitsOnLock } from './lock-wait';
 
 const GATE_DIR = 'open-gate';
 const HOLDER_FILE = 'holder';
-/** how often a holder looks for requests */
+/** how often a holder looks for requests when the gate dir's change events are not available */
 const POLL_MS = 20;
+/** how often a holder that gets change events looks anyway (an event missed, a request written before the watch) */
+const WATCHED_POLL_MS = 1_000;
 /** an opener that sees no hold within this opens anyway (its holder is stuck) */
 const WAIT_FOR_HOLD_MS = 10_000;
 /** a holder lets go after this even when it never hears that the opener got to the lock */
@@ -98,13 +100,37 @@ export class GatedOpener {
 /** The holder's side: runs `body` holding the write lock of the env file it names. */
 export type HoldWriteLock = (envFile: string, body: () => void) => void;
 
-/** The holder: answers requests until stop(). */
+/**
+ * The holder: answers requests until stop(). It hears of a request from the gate dir's change events
+ * (inotify), so an idle gateway does no work for the gate; it still looks every WATCHED_POLL_MS, and
+ * every POLL_MS where change events are not available.
+ */
 export class OpenGate {
-  private readonly timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout;
   private readonly dir: string;
+  private watcher: FSWatcher | undefined;
 
-  private constructor(private readonly dataDir: string, private readonly holdWriteLock: HoldWriteLock) {
+  private constructor(private readonly dataDir: string, private readonly holdWriteLock: HoldWriteLock, watchChanges: boolean) {
     this.dir = gateDir(dataDir);
+    if (watchChanges) {
+      try {
+        this.watcher = watch(this.dir, { persistent: false }, (_event, name) => {
+          if (name === null || String(name).endsWith('.request')) this.poll();
+        });
+        this.watcher.on('error', () => this.pollOften());
+      } catch {
+        this.watcher = undefined;
+      }
+    }
+    this.timer = setInterval(() => this.poll(), this.watcher === undefined ? POLL_MS : WATCHED_POLL_MS);
+    this.timer.unref();
+  }
+
+  /** The change events failed: back to looking every POLL_MS. */
+  private pollOften(): void {
+    this.watcher?.close();
+    this.watcher = undefined;
+    clearInterval(this.timer);
     this.timer = setInterval(() => this.poll(), POLL_MS);
     this.timer.unref();
   }
@@ -113,14 +139,14 @@ export class OpenGate {
    * Becomes the holder of `dataDir`'s gate. The process that serves the data dir claims it whatever
    * the file says: a holder file left by a process killed -9 may name a pid the system gave again.
    */
-  static hold(dataDir: string, holdWriteLock: HoldWriteLock): OpenGate | undefined {
+  static hold(dataDir: string, holdWriteLock: HoldWriteLock, options: { watchChanges?: boolean } = {}): OpenGate | undefined {
     if (!isMainThread) return undefined;
     const dir = gateDir(dataDir);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const temporary = join(dir, `${HOLDER_FILE}.${process.pid}`);
     writeFileSync(temporary, String(process.pid), { mode: 0o600 });
     renameSync(temporary, join(dir, HOLDER_FILE));
-    return new OpenGate(dataDir, holdWriteLock);
+    return new OpenGate(dataDir, holdWriteLock, options.watchChanges ?? true);
   }
 
   private poll(): void {
@@ -164,6 +190,8 @@ export class OpenGate {
 
   stop(): void {
     clearInterval(this.timer);
+    this.watcher?.close();
+    this.watcher = undefined;
     const file = join(this.dir, HOLDER_FILE);
     try {
       if (Number(readFileSync(file, 'utf8')) === process.pid) rmSync(file, { force: true });
