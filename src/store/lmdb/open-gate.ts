@@ -80,7 +80,9 @@ export class GatedOpener {
     const dir = gateDir(this.dataDir);
     const id = `${process.pid}-${Date.now()}-${++requests}`;
     const opened = join(dir, `${id}.opened`);
-    writeFileSync(join(dir, `${id}.request`), envFile, { mode: 0o600 });
+    // written whole, then renamed into place: the holder acts on the name as soon as it appears
+    writeFileSync(join(dir, `${id}.pending`), envFile, { mode: 0o600 });
+    renameSync(join(dir, `${id}.pending`), join(dir, `${id}.request`));
     try {
       const deadline = Date.now() + WAIT_FOR_HOLD_MS;
       while (!existsSync(join(dir, `${id}.held`)) && Date.now() < deadline && alive(this.holder)) sleepSync(2);
@@ -163,6 +165,7 @@ export class OpenGate {
     const opened = join(this.dir, `${id}.opened`);
     let envFile: string;
     try { envFile = readFileSync(join(this.dir, `${id}.request`), 'utf8'); } catch { return; }
+    if (envFile === '') return;   // not written yet (an opener of another version): looked at again later
     const opener = Number(id.split('-')[0]);
     const lockFile = join(this.dataDir, `${envFile}-lock`);
     let watching = lockWaitVisible;
