@@ -11,9 +11,17 @@
 // reader never slows calls or grows the worker's memory without bound.
 import { write as writeFd, writeSync } from 'node:fs';
 
-/** What the gateway writes access lines to: this writer, or in tests any pino logger. */
+/** What the gateway writes access lines to: this writer, or in tests a pino logger (loggerSink). */
 export interface AccessSink {
+  /** a billed model call's line (`"msg":"call"`) */
+  call(line: CallLine): void;
+  /** any other line: the fields as given, then `msg` */
   info(fields: object, message: string): void;
+}
+
+/** Access lines through a pino logger: the same fields and message as the writer's lines. */
+export function loggerSink(logger: { info(fields: object, message: string): void }): AccessSink {
+  return { call: (line) => logger.info(line, 'call'), info: (fields, message) => logger.info(fields, message) };
 }
 
 /** The fields of a billed call's access line. */
@@ -39,6 +47,9 @@ export const BATCH_BYTES = 64 * 1024;
 export const FLUSH_MS = 200;
 /** lines past this much unwritten text are dropped (and counted) until the output catches up */
 export const MAX_PENDING_BYTES = 8 * 1024 * 1024;
+/** strings of a call line (route, model, channel, end reason) remembered as JSON, at most this many, each at most MAX_REMEMBERED_LENGTH long */
+const MAX_REMEMBERED = 1_000;
+const MAX_REMEMBERED_LENGTH = 200;
 /** after EAGAIN (a non-blocking stdout that is full), the next try */
 const RETRY_MS = 50;
 
@@ -59,6 +70,7 @@ export class AccessLog implements AccessSink {
   private readonly prefix: string;
   private readonly pidPart: string;
   private readonly maxPendingBytes: number;
+  private readonly encoded = new Map<string, string>();
   /** lines not handed to a write yet, and their length in characters (≥ bytes / 3) */
   private lines: string[] = [];
   private pendingChars = 0;
@@ -79,17 +91,45 @@ export class AccessLog implements AccessSink {
     this.maxPendingBytes = options.maxPendingBytes ?? MAX_PENDING_BYTES;
   }
 
+  /**
+   * A call's line, written out field by field (the same JSON as info() gives for these fields, at a
+   * fifth of its cost: only its strings go through JSON.stringify, and those are remembered).
+   */
+  call(line: CallLine): void {
+    if (!this.enabled || this.closed) return;
+    if (this.pendingChars >= this.maxPendingBytes) { this.dropped += 1; this.droppedTotal += 1; return; }
+    this.add(`${this.prefix}${Date.now()}${this.pidPart}"route":${this.json(line.route)},"model":${this.json(line.model)},"channel":${this.json(line.channel)}`
+      + `,"status":${line.status},"duration_ms":${line.duration_ms},"ttfb_ms":${line.ttfb_ms},"prompt_tokens":${line.prompt_tokens}`
+      + `,"completion_tokens":${line.completion_tokens},"quota":${line.quota},"key_id":${line.key_id},"account_id":${line.account_id}`
+      + `,"stream":${line.stream},"end_reason":${this.json(line.end_reason)},"msg":"call"}\n`);
+  }
+
   info(fields: object, message: string): void {
     if (!this.enabled || this.closed) return;
     if (this.pendingChars >= this.maxPendingBytes) { this.dropped += 1; this.droppedTotal += 1; return; }
     // the fields' own JSON with the prefix in front of its first field and the message after its last
     const json = JSON.stringify(fields);
-    const line = json.length > 2
+    this.add(json.length > 2
       ? `${this.prefix}${Date.now()}${this.pidPart}${json.slice(1, -1)},"msg":${JSON.stringify(message)}}\n`
-      : `${this.prefix}${Date.now()}${this.pidPart}"msg":${JSON.stringify(message)}}\n`;
+      : `${this.prefix}${Date.now()}${this.pidPart}"msg":${JSON.stringify(message)}}\n`);
+  }
+
+  private add(line: string): void {
     this.lines.push(line);
     this.pendingChars += line.length;
     this.schedule();
+  }
+
+  /** A string as JSON, remembered when short (the same few routes, models and channels on every line). */
+  private json(value: string): string {
+    let encoded = this.encoded.get(value);
+    if (encoded !== undefined) return encoded;
+    encoded = JSON.stringify(value);
+    if (value.length <= MAX_REMEMBERED_LENGTH) {
+      if (this.encoded.size >= MAX_REMEMBERED) this.encoded.clear();
+      this.encoded.set(value, encoded);
+    }
+    return encoded;
   }
 
   /** Writes a full batch now, or arms the timer for a partial one; nothing while a write is in flight. */

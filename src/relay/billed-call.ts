@@ -10,7 +10,6 @@ import type { UsageRecord } from '../store';
 import { admit, type Admission } from './admission';
 import { CallAbort } from '../upstream/call-abort';
 import { usageRecord } from './records';
-import type { CallLine } from '../ops/access-log';
 
 export interface BilledCallOptions {
   exchange: Exchange;
@@ -104,11 +103,11 @@ function runAdmitted(options: BilledCallOptions, admission: Admission, startedAt
       context.ledger.settle(admission.reservation, charged, record);
       metrics.call(model.id, record.latency_ms, record.first_byte_ms, record.prompt_tokens, record.completion_tokens, charged);
       if (accessLog !== null) {
-        accessLog.info({
+        accessLog.call({
           route: exchange.path, model: model.id, channel: scope.channel, status, duration_ms: record.latency_ms, ttfb_ms: record.first_byte_ms,
           prompt_tokens: record.prompt_tokens, completion_tokens: record.completion_tokens, quota: charged,
           key_id: caller.key.id, account_id: caller.account.id, stream, end_reason: endReason,
-        } satisfies CallLine, 'call');
+        });
       }
       return charged;
     },

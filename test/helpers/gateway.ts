@@ -13,6 +13,7 @@ import { startGateway, type RunningGateway } from '../../src/main';
 import { clusterEngines, enginesMissing, freePort, freshDatabase, freshPrefix } from './engines';
 export { freePort, stopClusterEngines } from './engines';
 import pino from 'pino';
+import { loggerSink } from '../../src/ops/access-log';
 
 export type Front = 'uws' | 'node';
 /** Why uWS cannot run in this test process (a `skip` reason), or false where it can. */
@@ -91,7 +92,7 @@ export async function startTestGateway(options: { front?: Front; raw?: Record<st
   const env: NodeJS.ProcessEnv = { TOLLGATE_DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', TOLLGATE_FRONT: options.front ?? MAIN_FRONT, ...options.env };
   const config = options.configPath && !options.raw ? loadConfig({ path: options.configPath, env })
     : loadConfig({ raw: await withBackend(options.backend ?? 'lmdb', options.raw), env });
-  const gateway = await startGateway(config, { log: options.log ?? createLogger('error'), accessLog: options.accessLog, configPath: options.configPath });
+  const gateway = await startGateway(config, { log: options.log ?? createLogger('error'), accessLog: options.accessLog && loggerSink(options.accessLog), configPath: options.configPath });
   const adminToken = readFileSync(join(config.dataDir, 'admin-token'), 'utf8').trim();
   return {
     url: `http://127.0.0.1:${gateway.port}`, port: gateway.port, dataDir, adminToken, gateway, config,

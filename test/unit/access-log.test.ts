@@ -7,7 +7,7 @@ import { closeSync, constants, mkdtempSync, openSync, readFileSync, readSync, rm
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { AccessLog, FLUSH_MS } from '../../src/ops/access-log';
+import { AccessLog, FLUSH_MS, type CallLine } from '../../src/ops/access-log';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -38,6 +38,28 @@ test('a line has pino\'s shape with the fields, and reaches the output within th
     assert.equal(call.msg, 'call');
     assert.ok(Math.abs(Number(call.time) - Date.now()) < 5_000);
     assert.deepEqual(Object.keys(bare), ['level', 'time', 'pid', 'log', 'msg']);
+  } finally {
+    out.done();
+  }
+});
+
+test('a call line written field by field is the JSON info() writes for the same fields', async () => {
+  const out = tempFile();
+  try {
+    const log = new AccessLog({ level: 'info', fd: out.fd, pid: 7 });
+    const lines: CallLine[] = [
+      { route: '/v1/chat/completions', model: 'gpt-4o', channel: 'main', status: 200, duration_ms: 812, ttfb_ms: 95, prompt_tokens: 1200,
+        completion_tokens: 64, quota: 1234, key_id: 3, account_id: 1, stream: true, end_reason: 'completed' },
+      { route: '/v1/messages', model: 'claude "sonnet"\n名前', channel: 'a\\b', status: 502, duration_ms: 0, ttfb_ms: null, prompt_tokens: 0,
+        completion_tokens: 0, quota: 0, key_id: 9, account_id: 2, stream: false, end_reason: 'failed' },
+    ];
+    for (const line of lines) { log.call(line); log.info(line, 'call'); }
+    log.flush();
+    const written = readFileSync(out.path, 'utf8').split('\n').filter(Boolean).map((text) => text.replace(/"time":\d+/, '"time":0'));
+    assert.equal(written.length, 4);
+    assert.equal(written[0], written[1]);
+    assert.equal(written[2], written[3]);
+    assert.deepEqual({ ...JSON.parse(written[2]), time: undefined }, { level: 30, time: undefined, pid: 7, log: 'access', ...lines[1], msg: 'call' });
   } finally {
     out.done();
   }
