@@ -4,7 +4,7 @@
 // in batches every few ms (never awaited by a response). DESIGN §5.
 import { GatewayError } from '../errors';
 import type { Logger } from '../log';
-import { packUsageRows, toUsageRow, type AccountRecord, type Charge, type KeyRecord, type Store, type UsageGroup, type UsageRecord, type UsageRow } from '../store';
+import { UsageRowBatch, type AccountRecord, type Charge, type KeyRecord, type Store, type UsageGroup, type UsageRecord } from '../store';
 
 /**
  * Charges and usage records are committed every DEFAULT_FLUSH_MS, or at once when FLUSH_RECORDS are
@@ -57,7 +57,7 @@ export function insufficientQuota(message: string): GatewayError {
 /**
  * Commits a batch of charges with its usage records; resolves once it is committed. Charges of the
  * same key, account and epochs arrive summed (the commit sums them anyway); the records arrive
- * packed per account (packUsageRows).
+ * packed per account (UsageRowBatch).
  */
 export type CommitBatch = (charges: Charge[], usage: UsageGroup[]) => Promise<void>;
 
@@ -98,8 +98,8 @@ export class Ledger {
   private readonly keyLeases = new Map<number, Lease>();
   private readonly accountLeases = new Map<number, Lease>();
   private charges: QueuedCharge[] = [];
-  /** usage records of settled calls, as rows (one small array each until the batch is committed) */
-  private rows: UsageRow[] = [];
+  /** usage records of settled calls, as rows of JSON text grouped by account, until the batch is committed */
+  private rows = new UsageRowBatch();
   private flushTimer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private readonly idleTimer: NodeJS.Timeout;
@@ -301,8 +301,8 @@ export class Ledger {
         keyLease, accountLease,
       });
     }
-    this.rows.push(toUsageRow(record));
-    if (this.rows.length >= FLUSH_RECORDS) void this.flush();
+    this.rows.add(record);
+    if (this.rows.count >= FLUSH_RECORDS) void this.flush();
     else this.flushTimer ??= setTimeout(() => { this.flushTimer = null; void this.flush(); }, this.options.flushMs ?? DEFAULT_FLUSH_MS);
   }
 
@@ -321,12 +321,12 @@ export class Ledger {
     const charges = this.charges;
     const rows = this.rows;
     this.charges = [];
-    this.rows = [];
+    this.rows = new UsageRowBatch();
     const commit = this.options.commit ?? ((batch: Charge[], usage: UsageGroup[]) => this.store.ledger.commit(this.workerId, batch, usage));
     let started = 0;
-    this.flushing = this.flushing.then(() => { started = performance.now(); return commit(sumCharges(charges.map((queued) => queued.charge)), packUsageRows(rows)); })
+    this.flushing = this.flushing.then(() => { started = performance.now(); return commit(sumCharges(charges.map((queued) => queued.charge)), rows.groups()); })
       .then(() => {
-        this.options.observer?.ledgerBatch(rows.length, performance.now() - started);
+        this.options.observer?.ledgerBatch(rows.count, performance.now() - started);
         for (const { charge, keyLease, accountLease } of charges) {
           if (keyLease) { keyLease.pending -= charge.quota; keyLease.granted = Math.max(0, keyLease.granted - charge.quota); }
           accountLease.pending -= charge.quota;
@@ -335,7 +335,7 @@ export class Ledger {
       }, (error: unknown) => {
         this.log.error({ err: error, charges: charges.length }, 'committing charges failed; retrying with the next batch');
         this.charges.unshift(...charges);
-        this.rows.unshift(...rows);
+        this.rows.prepend(rows);
       });
     return this.flushing;
   }

@@ -10,6 +10,7 @@
 // beyond MAX_PENDING_BYTES are dropped and counted, and the next batch says how many, so a slow log
 // reader never slows calls or grows the worker's memory without bound.
 import { write as writeFd, writeSync } from 'node:fs';
+import { RememberedJson } from '../formats/json-value';
 
 /** What the gateway writes access lines to: this writer, or in tests a pino logger (loggerSink). */
 export interface AccessSink {
@@ -47,9 +48,6 @@ export const BATCH_BYTES = 64 * 1024;
 export const FLUSH_MS = 200;
 /** lines past this much unwritten text are dropped (and counted) until the output catches up */
 export const MAX_PENDING_BYTES = 8 * 1024 * 1024;
-/** strings of a call line (route, model, channel, end reason) remembered as JSON, at most this many, each at most MAX_REMEMBERED_LENGTH long */
-const MAX_REMEMBERED = 1_000;
-const MAX_REMEMBERED_LENGTH = 200;
 /** after EAGAIN (a non-blocking stdout that is full), the next try */
 const RETRY_MS = 50;
 
@@ -70,7 +68,8 @@ export class AccessLog implements AccessSink {
   private readonly prefix: string;
   private readonly pidPart: string;
   private readonly maxPendingBytes: number;
-  private readonly encoded = new Map<string, string>();
+  /** the line's strings (route, model, channel, end reason) as JSON */
+  private readonly json = new RememberedJson();
   /** lines not handed to a write yet, and their length in characters (≥ bytes / 3) */
   private lines: string[] = [];
   private pendingChars = 0;
@@ -98,10 +97,10 @@ export class AccessLog implements AccessSink {
   call(line: CallLine): void {
     if (!this.enabled || this.closed) return;
     if (this.pendingChars >= this.maxPendingBytes) { this.dropped += 1; this.droppedTotal += 1; return; }
-    this.add(`${this.prefix}${Date.now()}${this.pidPart}"route":${this.json(line.route)},"model":${this.json(line.model)},"channel":${this.json(line.channel)}`
+    this.add(`${this.prefix}${Date.now()}${this.pidPart}"route":${this.json.of(line.route)},"model":${this.json.of(line.model)},"channel":${this.json.of(line.channel)}`
       + `,"status":${line.status},"duration_ms":${line.duration_ms},"ttfb_ms":${line.ttfb_ms},"prompt_tokens":${line.prompt_tokens}`
       + `,"completion_tokens":${line.completion_tokens},"quota":${line.quota},"key_id":${line.key_id},"account_id":${line.account_id}`
-      + `,"stream":${line.stream},"end_reason":${this.json(line.end_reason)},"msg":"call"}\n`);
+      + `,"stream":${line.stream},"end_reason":${this.json.of(line.end_reason)},"msg":"call"}\n`);
   }
 
   info(fields: object, message: string): void {
@@ -120,17 +119,6 @@ export class AccessLog implements AccessSink {
     this.schedule();
   }
 
-  /** A string as JSON, remembered when short (the same few routes, models and channels on every line). */
-  private json(value: string): string {
-    let encoded = this.encoded.get(value);
-    if (encoded !== undefined) return encoded;
-    encoded = JSON.stringify(value);
-    if (value.length <= MAX_REMEMBERED_LENGTH) {
-      if (this.encoded.size >= MAX_REMEMBERED) this.encoded.clear();
-      this.encoded.set(value, encoded);
-    }
-    return encoded;
-  }
 
   /** Writes a full batch now, or arms the timer for a partial one; nothing while a write is in flight. */
   private schedule(): void {

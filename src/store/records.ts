@@ -1,5 +1,6 @@
 // Record shapes stored in LMDB (msgpack). Quota amounts are integers in quota units (500000 = 1 USD).
 import type { SealedValue } from '../auth/secrets';
+import { RememberedJson } from '../formats/json-value';
 
 export interface LeaseHolder {
   /** sum of all outstanding worker leases */
@@ -108,6 +109,55 @@ export function fromUsageRow(row: UsageRow): UsageRecord {
  * re-encodes it (they pass a string on); only reading the log does.
  */
 export interface UsageGroup { account: number; count: number; rows: string }
+
+const rowStrings = new RememberedJson();
+
+/** A finite number as JSON writes it (JSON.stringify writes null for NaN and the infinities). */
+function jsonNumber(value: number): string {
+  return Number.isFinite(value) ? String(value) : 'null';
+}
+
+/**
+ * The JSON text of a record's row, exactly JSON.stringify(toUsageRow(record)), written field by
+ * field: a settled call keeps this one flat string until its batch is committed, instead of an
+ * array of 19 values that the batch then stringifies.
+ */
+export function usageRowText(record: Omit<UsageRecord, 'id'>): string {
+  return `[0,${jsonNumber(record.time)},${jsonNumber(record.account_id)},${jsonNumber(record.key_id)},${rowStrings.of(record.key_name)}`
+    + `,${rowStrings.of(record.model)},${rowStrings.of(record.channel)},${rowStrings.of(record.endpoint)},${jsonNumber(record.prompt_tokens)}`
+    + `,${jsonNumber(record.completion_tokens)},${jsonNumber(record.cache_read_tokens)},${jsonNumber(record.cache_creation_tokens)}`
+    + `,${jsonNumber(record.quota)},${jsonNumber(record.latency_ms)},${record.first_byte_ms === null ? 'null' : jsonNumber(record.first_byte_ms)}`
+    + `,${jsonNumber(record.status)},${rowStrings.of(record.end_reason)},${rowStrings.of(record.usage_source)},${record.stream}]`;
+}
+
+/** The usage rows of a billing batch as text, grouped by account as they are settled. */
+export class UsageRowBatch {
+  private byAccount = new Map<number, string[]>();
+  count = 0;
+
+  add(record: Omit<UsageRecord, 'id'>): void {
+    const text = usageRowText(record);
+    const group = this.byAccount.get(record.account_id);
+    if (group === undefined) this.byAccount.set(record.account_id, [text]); else group.push(text);
+    this.count += 1;
+  }
+
+  /** Puts the rows of an earlier batch (one that failed to commit) before this one's. */
+  prepend(earlier: UsageRowBatch): void {
+    for (const [account, rows] of earlier.byAccount) {
+      const later = this.byAccount.get(account);
+      this.byAccount.set(account, later === undefined ? rows : rows.concat(later));
+    }
+    this.count += earlier.count;
+  }
+
+  /** Each account's rows, in order, as the JSON text of an array of rows (what packUsageRows gives). */
+  groups(): UsageGroup[] {
+    const groups: UsageGroup[] = [];
+    for (const [account, rows] of this.byAccount) groups.push({ account, count: rows.length, rows: `[${rows.join(',')}]` });
+    return groups;
+  }
+}
 
 /** Rows of a batch grouped by account, in order, each group as JSON text. */
 export function packUsageRows(rows: readonly UsageRow[]): UsageGroup[] {

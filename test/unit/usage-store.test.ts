@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sumCharges } from '../../src/billing/ledger';
-import { packUsageRows, toUsageRow, type Charge, type UsageRecord } from '../../src/store';
+import { packUsageRows, toUsageRow, usageRowText, UsageRowBatch, type Charge, type UsageRecord } from '../../src/store';
 import { useTempStore } from '../helpers/temp-store';
 
 const temp = useTempStore('tollgate-usage-');
@@ -39,4 +39,29 @@ test('records of a batch are numbered account by account, in order, and listed n
 
   assert.deepEqual(temp.store.usage.sumForKey(1, 10), { quota: 12, count: 3 });
   assert.equal(temp.store.keys.byId(10), undefined, 'charges of unknown keys change nothing');
+});
+
+test('a usage row written field by field is JSON.stringify of the row, and a batch packs as packUsageRows does', () => {
+  const base: Omit<UsageRecord, 'id'> = {
+    time: 1_795_776_239, account_id: 1, key_id: 2, key_name: 'customer-1', model: 'gpt-4o', channel: 'main', endpoint: 'chat.completions',
+    prompt_tokens: 1200, completion_tokens: 64, cache_read_tokens: 0, cache_creation_tokens: 0, quota: 1234, latency_ms: 812,
+    first_byte_ms: 95, status: 200, end_reason: 'completed', usage_source: 'upstream', stream: true,
+  };
+  const records: Omit<UsageRecord, 'id'>[] = [
+    base,
+    { ...base, account_id: 7, key_name: 'név "quoted" \\ \u2028 名前 🌍', model: 'a\nb', first_byte_ms: null, stream: false, usage_source: 'estimated', latency_ms: 0 },
+    { ...base, quota: 0, status: 502, end_reason: 'failed', prompt_tokens: Number.NaN, completion_tokens: Number.POSITIVE_INFINITY },
+    { ...base, account_id: 7, key_name: '', channel: '', quota: 5e14 },
+  ];
+  for (const record of records) assert.equal(usageRowText(record), JSON.stringify(toUsageRow(record)));
+  const batch = new UsageRowBatch();
+  for (const record of records) batch.add(record);
+  assert.equal(batch.count, 4);
+  assert.deepEqual(batch.groups(), packUsageRows(records.map(toUsageRow)));
+  // a failed batch goes back in front of the rows settled since, per account
+  const later = new UsageRowBatch();
+  later.add({ ...base, quota: 99 });
+  later.prepend(batch);
+  assert.equal(later.count, 5);
+  assert.deepEqual(later.groups(), packUsageRows([...records, { ...base, quota: 99 }].map(toUsageRow)));
 });
