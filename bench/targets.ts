@@ -80,6 +80,8 @@ export interface TollgateOptions {
   runtimeArgs?: string[];
   /** config fields laid over the bench config (the cluster scenario's store, redis, groups) */
   config?: Record<string, unknown>;
+  /** the CLI script to run (default: this build's dist/src/cli.js): another build, such as an ablation, measured beside this one */
+  cli?: string;
 }
 
 export async function startTollgate(children: ChildProcesses, placement: Placement, mockUrl: string, options: TollgateOptions): Promise<Tollgate> {
@@ -104,14 +106,14 @@ export async function startTollgate(children: ChildProcesses, placement: Placeme
   const cleanup = () => rmSync(dataDir, { recursive: true, force: true });
   children.addCleanup(cleanup);
   try {
-    const started = await children.start('Tollgate', placement.gatewayCpus, CLI_SCRIPT, ['serve'], env, (line) => {
+    const started = await children.start('Tollgate', placement.gatewayCpus, options.cli ?? CLI_SCRIPT, ['serve'], env, (line) => {
       if (!line.includes('Tollgate listening')) return undefined;
       const match = /https?:\/\/[^\s"]+/.exec(line);
       return match ? match[0].replace(/\/$/, '') : undefined;
     }, 30_000, [...(options.runtimeArgs ?? []), ...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [])], options.execPath);
     const url = started.value;
     const adminToken = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
-    runNode(CLI_SCRIPT, ['account', 'topup', '--account', 'admin', '--usd', String(topUpUsd), '--json'], env);
+    runNode(options.cli ?? CLI_SCRIPT, ['account', 'topup', '--account', 'admin', '--usd', String(topUpUsd), '--json'], env);
     const token = await adminCall(url, adminToken, '/api/token/', { name: 'bench', unlimited_quota: true });
     const revealed = await adminCall(url, adminToken, `/api/token/${String(token.id)}/key`, {});
     if (typeof revealed.key !== 'string') throw new Error('the key API answered without a key');

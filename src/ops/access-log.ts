@@ -4,11 +4,12 @@
 // ids only, no header, no body.
 //
 // Lines have pino's shape ({"level":30,"time":…,"pid":…,"log":"access",…,"msg":"call"}), so one
-// reader takes both logs, but they are not written through pino: a line is its fields' JSON.stringify
-// with that prefix, kept in memory, and written to stdout in batches (one write per 64 KiB or per
-// FLUSH_MS, whichever comes first). Nothing waits on the write. When stdout does not keep up, lines
-// beyond MAX_PENDING_BYTES are dropped and counted, and the next batch says how many, so a slow log
-// reader never slows calls or grows the worker's memory without bound.
+// reader takes both logs, but they are not written through pino: a line is built as text (a call's
+// field by field, any other from its fields' JSON.stringify), kept in memory, and written to stdout in
+// batches of bytes (one write per 64 KiB or per FLUSH_MS, whichever comes first). Nothing waits on the
+// write. When stdout does not keep up, lines beyond MAX_PENDING_BYTES are dropped and counted, and
+// the next batch says how many, so a slow log reader never slows calls or grows the worker's memory
+// without bound.
 import { write as writeFd, writeSync } from 'node:fs';
 import { RememberedJson } from '../formats/json-value';
 
@@ -79,7 +80,7 @@ export class AccessLog implements AccessSink {
   private closed = false;
   /** lines dropped since the last batch went out */
   private dropped = 0;
-  /** all lines dropped since the start (for metrics and tests) */
+  /** all lines dropped since the start */
   droppedTotal = 0;
 
   constructor(options: AccessLogOptions) {
@@ -118,7 +119,6 @@ export class AccessLog implements AccessSink {
     this.pendingChars += line.length;
     this.schedule();
   }
-
 
   /** Writes a full batch now, or arms the timer for a partial one; nothing while a write is in flight. */
   private schedule(): void {
