@@ -95,19 +95,17 @@ describe('two nodes on one PostgreSQL and one Redis', { skip: enginesMissing() }
 
   test('2 nodes × 200 concurrent calls on one capped key: ≤ cap + one estimate, account decrease = sum of records exactly', async () => {
     const cap = 50 * ESTIMATE;
-    // Both nodes serve a few calls first, so that they meet the capped key equally warm: a node still
-    // compiling its hot path (seen under Bun with a parallel suite) let the other lease the whole cap.
-    const warm = await createKey(nodeA.url, nodeA.adminToken(), { name: 'warm-up', unlimited_quota: true });
-    for (const node of [nodeA, nodeB]) assert.deepEqual([...await load(node.url, warm.key, 40, 4)], [[200, 40]]);
-    await eventually(async () => (await store.usage.sumForKey(1, warm.id)).count === 80, 10_000, 'the warm-up\'s records committed');
     const capped = await createKey(nodeA.url, nodeA.adminToken(), { name: 'capped', remain_quota: cap });
     const money = await moneySnapshot(store);
+    // Each node first serves one call on the key, so both hold a lease on it when the burst starts.
+    // (Which node serves how much of a burst is not promised: twice under the Bun suite in CI, node A
+    // held the whole cap in leases before node B had one, and B answered all 200 of its calls 429.)
+    for (const node of [nodeA, nodeB]) assert.deepEqual([...await load(node.url, capped.key, 1, 1)], [[200, 1]]);
     const [fromA, fromB] = await Promise.all([load(nodeA.url, capped.key, 200, 24), load(nodeB.url, capped.key, 200, 24)]);
-    const served = (fromA.get(200) ?? 0) + (fromB.get(200) ?? 0);
+    const served = 2 + (fromA.get(200) ?? 0) + (fromB.get(200) ?? 0);
     for (const statuses of [fromA, fromB]) {
       assert.deepEqual([...statuses.keys()].filter((status) => status !== 200 && status !== 429), [], JSON.stringify([...statuses]));
     }
-    assert.ok((fromA.get(200) ?? 0) > 0 && (fromB.get(200) ?? 0) > 0, `both nodes served: ${JSON.stringify([[...fromA], [...fromB]])}`);
     assert.ok(served >= 40, `served ${served}`);
     await eventually(async () => (await store.usage.sumForKey(1, capped.id)).count === served, 10_000, 'every record committed');
     const key = (await store.keys.byId(capped.id))!;
