@@ -167,6 +167,8 @@ describe('web console quality in Chromium', () => {
     const claude = all.filter((record) => record.model === 'sim-claude');
     const quota = claude.reduce((sum, record) => sum + record.quota, 0);
     assert.equal(await page.getByTestId('total-quota').innerText(), `${quota.toLocaleString('en-US')} quota`);
+    // the totals and the rows come from two answers: the rows may show a moment after the totals
+    await page.waitForFunction(() => document.querySelectorAll('table.usage tbody tr').length === 2, undefined, { timeout: 10_000 }).catch(() => undefined);
     assert.equal(await page.locator('table.usage tbody tr').count(), 2);
 
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
