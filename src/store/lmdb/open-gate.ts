@@ -6,9 +6,10 @@
 // batch, lease or top-up can be lost (docs/lmdb.md; upstream LMDB fixed the same race as ITS#9496).
 //
 // A process that serves the data dir (the supervisor, or a gateway started alone) is the gate's
-// holder: it writes its pid to `<dataDir>/open-gate/holder` and looks for requests. Another process
+// holder: it writes its pid to `<dataDir>/open-gate/holder` and watches for requests. Another process
 // that opens an env while a live holder exists (a worker starting or replacing one, a CLI command,
-// a test) asks first: it writes `ID.request` naming the env; the holder takes that env's write lock
+// a test) asks first: it writes `ID.request` naming the env (written whole, then renamed into place,
+// since the holder acts on the name as soon as it appears); the holder takes that env's write lock
 // and writes `ID.held`; the opener opens. lmdb's open ends with a write transaction of its own, which
 // waits for that lock: by then the racy part of the open is over. The holder sees the opener's main
 // thread wait on the lock (Linux, /proc) and lets go; an opener that is not the holder's child (a CLI
