@@ -449,11 +449,7 @@ export class OpenAIStreamTail {
     return true;
   }
 
-  /**
-   * Records forwarded bytes for the local count. Once the upstream has reported usage the count
-   * will not be needed (usage() answers the upstream's), so nothing more is copied: a stream whose
-   * usage comes in the same chunk as its text (a whole answer in one read) copies nothing.
-   */
+  /** Forwarded bytes for the local count; none are copied once the upstream reported usage (usage() answers it). */
   private keep(output: Buffer): void {
     this.forwardedAny = true;
     if (this.upstreamUsage === undefined) this.text.add(output);

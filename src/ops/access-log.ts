@@ -52,6 +52,9 @@ export const MAX_PENDING_BYTES = 8 * 1024 * 1024;
 /** after EAGAIN (a non-blocking stdout that is full), the next try */
 const RETRY_MS = 50;
 
+/** every line starts so: pino's level 30 (info), then the time */
+const LINE_START = '{"level":30,"time":';
+
 const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity };
 
 export interface AccessLogOptions {
@@ -66,7 +69,6 @@ export interface AccessLogOptions {
 export class AccessLog implements AccessSink {
   private readonly enabled: boolean;
   private readonly fd: number;
-  private readonly prefix: string;
   private readonly pidPart: string;
   private readonly maxPendingBytes: number;
   /** the line's strings (route, model, channel, end reason) as JSON */
@@ -86,7 +88,6 @@ export class AccessLog implements AccessSink {
   constructor(options: AccessLogOptions) {
     this.enabled = (LEVELS[options.level] ?? LEVELS.info) <= LEVELS.info;
     this.fd = options.fd ?? 1;
-    this.prefix = '{"level":30,"time":';
     this.pidPart = `,"pid":${options.pid ?? process.pid},"log":"access",`;
     this.maxPendingBytes = options.maxPendingBytes ?? MAX_PENDING_BYTES;
   }
@@ -96,22 +97,32 @@ export class AccessLog implements AccessSink {
    * fifth of its cost: only its strings go through JSON.stringify, and those are remembered).
    */
   call(line: CallLine): void {
-    if (!this.enabled || this.closed) return;
-    if (this.pendingChars >= this.maxPendingBytes) { this.dropped += 1; this.droppedTotal += 1; return; }
-    this.add(`${this.prefix}${Date.now()}${this.pidPart}"route":${this.json.of(line.route)},"model":${this.json.of(line.model)},"channel":${this.json.of(line.channel)}`
+    if (!this.accepts()) return;
+    this.add(`${this.head()}"route":${this.json.of(line.route)},"model":${this.json.of(line.model)},"channel":${this.json.of(line.channel)}`
       + `,"status":${line.status},"duration_ms":${line.duration_ms},"ttfb_ms":${line.ttfb_ms},"prompt_tokens":${line.prompt_tokens}`
       + `,"completion_tokens":${line.completion_tokens},"quota":${line.quota},"key_id":${line.key_id},"account_id":${line.account_id}`
       + `,"stream":${line.stream},"end_reason":${this.json.of(line.end_reason)},"msg":"call"}\n`);
   }
 
   info(fields: object, message: string): void {
-    if (!this.enabled || this.closed) return;
-    if (this.pendingChars >= this.maxPendingBytes) { this.dropped += 1; this.droppedTotal += 1; return; }
-    // the fields' own JSON with the prefix in front of its first field and the message after its last
+    if (!this.accepts()) return;
+    // the fields' own JSON with the head in front of its first field and the message after its last
     const json = JSON.stringify(fields);
-    this.add(json.length > 2
-      ? `${this.prefix}${Date.now()}${this.pidPart}${json.slice(1, -1)},"msg":${JSON.stringify(message)}}\n`
-      : `${this.prefix}${Date.now()}${this.pidPart}"msg":${JSON.stringify(message)}}\n`);
+    this.add(`${this.head()}${json.length > 2 ? `${json.slice(1, -1)},` : ''}"msg":${JSON.stringify(message)}}\n`);
+  }
+
+  /** Whether a line is taken: the writer is on and open, and not too far behind (else the line is counted as dropped). */
+  private accepts(): boolean {
+    if (!this.enabled || this.closed) return false;
+    if (this.pendingChars < this.maxPendingBytes) return true;
+    this.dropped += 1;
+    this.droppedTotal += 1;
+    return false;
+  }
+
+  /** A line's start, up to its first field: level, time, pid, log. */
+  private head(): string {
+    return `${LINE_START}${Date.now()}${this.pidPart}`;
   }
 
   private add(line: string): void {
@@ -134,7 +145,7 @@ export class AccessLog implements AccessSink {
     if (this.lines.length === 0 && this.dropped === 0) return null;
     let text = this.lines.join('');
     if (this.dropped > 0) {
-      text = `${this.prefix}${Date.now()}${this.pidPart}"dropped_lines":${this.dropped},"msg":"access log output too slow: lines dropped"}\n${text}`;
+      text = `${this.head()}"dropped_lines":${this.dropped},"msg":"access log output too slow: lines dropped"}\n${text}`;
       this.dropped = 0;
     }
     this.lines = [];

@@ -11,90 +11,76 @@ import { AccessLog, FLUSH_MS, type CallLine } from '../../src/ops/access-log';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function tempFile(): { path: string; fd: number; done(): void } {
+/** Runs `body` with a temp file open for writing, removed afterwards. */
+async function withOutput(body: (out: { path: string; fd: number }) => Promise<void> | void): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-access-'));
   const path = join(dir, 'out.log');
   const fd = openSync(path, 'w', 0o600);
-  return { path, fd, done: () => { closeSync(fd); rmSync(dir, { recursive: true, force: true }); } };
+  try {
+    await body({ path, fd });
+  } finally {
+    closeSync(fd);
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 const lines = (path: string) => readFileSync(path, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
 
-test('a line has pino\'s shape with the fields, and reaches the output within the flush period', async () => {
-  const out = tempFile();
-  try {
-    const log = new AccessLog({ level: 'info', fd: out.fd, pid: 4242 });
-    log.info({ route: '/v1/chat/completions', model: 'gpt "quoted" \u2028 名前', status: 200, ttfb_ms: null, stream: false }, 'call');
-    log.info({}, 'request');
-    assert.equal(readFileSync(out.path, 'utf8'), '', 'nothing written per line');
-    await sleep(FLUSH_MS * 3);
-    const [call, bare] = lines(out.path);
-    assert.deepEqual(Object.keys(call), ['level', 'time', 'pid', 'log', 'route', 'model', 'status', 'ttfb_ms', 'stream', 'msg']);
-    assert.equal(call.level, 30);
-    assert.equal(call.pid, 4242);
-    assert.equal(call.log, 'access');
-    assert.equal(call.model, 'gpt "quoted" \u2028 名前');
-    assert.equal(call.ttfb_ms, null);
-    assert.equal(call.msg, 'call');
-    assert.ok(Math.abs(Number(call.time) - Date.now()) < 5_000);
-    assert.deepEqual(Object.keys(bare), ['level', 'time', 'pid', 'log', 'msg']);
-  } finally {
-    out.done();
-  }
-});
+test('a line has pino\'s shape with the fields, and reaches the output within the flush period', () => withOutput(async (out) => {
+  const log = new AccessLog({ level: 'info', fd: out.fd, pid: 4242 });
+  log.info({ route: '/v1/chat/completions', model: 'gpt "quoted" \u2028 名前', status: 200, ttfb_ms: null, stream: false }, 'call');
+  log.info({}, 'request');
+  assert.equal(readFileSync(out.path, 'utf8'), '', 'nothing written per line');
+  await sleep(FLUSH_MS * 3);
+  const [call, bare] = lines(out.path);
+  assert.deepEqual(Object.keys(call), ['level', 'time', 'pid', 'log', 'route', 'model', 'status', 'ttfb_ms', 'stream', 'msg']);
+  assert.equal(call.level, 30);
+  assert.equal(call.pid, 4242);
+  assert.equal(call.log, 'access');
+  assert.equal(call.model, 'gpt "quoted" \u2028 名前');
+  assert.equal(call.ttfb_ms, null);
+  assert.equal(call.msg, 'call');
+  assert.ok(Math.abs(Number(call.time) - Date.now()) < 5_000);
+  assert.deepEqual(Object.keys(bare), ['level', 'time', 'pid', 'log', 'msg']);
+}));
 
-test('a call line written field by field is the JSON info() writes for the same fields', async () => {
-  const out = tempFile();
-  try {
-    const log = new AccessLog({ level: 'info', fd: out.fd, pid: 7 });
-    const lines: CallLine[] = [
-      { route: '/v1/chat/completions', model: 'gpt-4o', channel: 'main', status: 200, duration_ms: 812, ttfb_ms: 95, prompt_tokens: 1200,
-        completion_tokens: 64, quota: 1234, key_id: 3, account_id: 1, stream: true, end_reason: 'completed' },
-      { route: '/v1/messages', model: 'claude "sonnet"\n名前', channel: 'a\\b', status: 502, duration_ms: 0, ttfb_ms: null, prompt_tokens: 0,
-        completion_tokens: 0, quota: 0, key_id: 9, account_id: 2, stream: false, end_reason: 'failed' },
-    ];
-    for (const line of lines) { log.call(line); log.info(line, 'call'); }
-    log.flush();
-    const written = readFileSync(out.path, 'utf8').split('\n').filter(Boolean).map((text) => text.replace(/"time":\d+/, '"time":0'));
-    assert.equal(written.length, 4);
-    assert.equal(written[0], written[1]);
-    assert.equal(written[2], written[3]);
-    assert.deepEqual({ ...JSON.parse(written[2]), time: undefined }, { level: 30, time: undefined, pid: 7, log: 'access', ...lines[1], msg: 'call' });
-  } finally {
-    out.done();
-  }
-});
+test('a call line written field by field is the JSON info() writes for the same fields', () => withOutput(async (out) => {
+  const log = new AccessLog({ level: 'info', fd: out.fd, pid: 7 });
+  const lines: CallLine[] = [
+    { route: '/v1/chat/completions', model: 'gpt-4o', channel: 'main', status: 200, duration_ms: 812, ttfb_ms: 95, prompt_tokens: 1200,
+      completion_tokens: 64, quota: 1234, key_id: 3, account_id: 1, stream: true, end_reason: 'completed' },
+    { route: '/v1/messages', model: 'claude "sonnet"\n名前', channel: 'a\\b', status: 502, duration_ms: 0, ttfb_ms: null, prompt_tokens: 0,
+      completion_tokens: 0, quota: 0, key_id: 9, account_id: 2, stream: false, end_reason: 'failed' },
+  ];
+  for (const line of lines) { log.call(line); log.info(line, 'call'); }
+  log.flush();
+  const written = readFileSync(out.path, 'utf8').split('\n').filter(Boolean).map((text) => text.replace(/"time":\d+/, '"time":0'));
+  assert.equal(written.length, 4);
+  assert.equal(written[0], written[1]);
+  assert.equal(written[2], written[3]);
+  assert.deepEqual({ ...JSON.parse(written[2]), time: undefined }, { level: 30, time: undefined, pid: 7, log: 'access', ...lines[1], msg: 'call' });
+}));
 
-test('many lines: every one written once, in order; flush() writes what is pending at once', async () => {
-  const out = tempFile();
-  try {
-    const log = new AccessLog({ level: 'info', fd: out.fd });
-    for (let index = 0; index < 5_000; index += 1) log.info({ route: '/r', n: index }, 'call');
-    await sleep(FLUSH_MS * 3);
-    log.info({ n: 5_000 }, 'call');
-    log.flush();
-    const written = lines(out.path);
-    assert.equal(written.length, 5_001);
-    written.forEach((line, index) => assert.equal(line.n, index));
-    log.info({ n: 'after close' }, 'call');
-    await sleep(FLUSH_MS * 2);
-    assert.equal(lines(out.path).length, 5_001, 'no line after flush at shutdown');
-  } finally {
-    out.done();
-  }
-});
+test('many lines: every one written once, in order; flush() writes what is pending at once', () => withOutput(async (out) => {
+  const log = new AccessLog({ level: 'info', fd: out.fd });
+  for (let index = 0; index < 5_000; index += 1) log.info({ route: '/r', n: index }, 'call');
+  await sleep(FLUSH_MS * 3);
+  log.info({ n: 5_000 }, 'call');
+  log.flush();
+  const written = lines(out.path);
+  assert.equal(written.length, 5_001);
+  written.forEach((line, index) => assert.equal(line.n, index));
+  log.info({ n: 'after close' }, 'call');
+  await sleep(FLUSH_MS * 2);
+  assert.equal(lines(out.path).length, 5_001, 'no line after flush at shutdown');
+}));
 
-test('above info the writer writes nothing', async () => {
-  const out = tempFile();
-  try {
-    const log = new AccessLog({ level: 'warn', fd: out.fd });
-    log.info({ route: '/r' }, 'call');
-    log.flush();
-    assert.equal(readFileSync(out.path, 'utf8'), '');
-  } finally {
-    out.done();
-  }
-});
+test('above info the writer writes nothing', () => withOutput(async (out) => {
+  const log = new AccessLog({ level: 'warn', fd: out.fd });
+  log.info({ route: '/r' }, 'call');
+  log.flush();
+  assert.equal(readFileSync(out.path, 'utf8'), '');
+}));
 
 test('an output that does not read: lines past the bound are dropped and counted, the count written once it drains', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-access-'));

@@ -125,8 +125,13 @@ export class OpenGate {
         this.watcher = undefined;
       }
     }
-    this.timer = setInterval(() => this.poll(), this.watcher === undefined ? POLL_MS : WATCHED_POLL_MS);
-    this.timer.unref();
+    this.timer = this.pollEvery(this.watcher === undefined ? POLL_MS : WATCHED_POLL_MS);
+  }
+
+  private pollEvery(ms: number): NodeJS.Timeout {
+    const timer = setInterval(() => this.poll(), ms);
+    timer.unref();
+    return timer;
   }
 
   /** The change events failed: back to looking every POLL_MS. */
@@ -134,8 +139,7 @@ export class OpenGate {
     this.watcher?.close();
     this.watcher = undefined;
     clearInterval(this.timer);
-    this.timer = setInterval(() => this.poll(), POLL_MS);
-    this.timer.unref();
+    this.timer = this.pollEvery(POLL_MS);
   }
 
   /**
