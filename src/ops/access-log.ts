@@ -5,9 +5,9 @@
 //
 // Lines have pino's shape ({"level":30,"time":…,"pid":…,"log":"access",…,"msg":"call"}), so one
 // reader takes both logs, but they are not written through pino: a line is built as text (a call's
-// field by field, any other from its fields' JSON.stringify), kept in memory, and written to stdout in
-// batches of bytes (one write per 64 KiB or per FLUSH_MS, whichever comes first). Nothing waits on the
-// write. When stdout does not keep up, lines beyond MAX_PENDING_BYTES are dropped and counted, and
+// field by field, any other from its fields' JSON.stringify), put at once into a 64 KiB batch as
+// UTF-8, and written to stdout a batch at a time (when it is full, or FLUSH_MS after its first line).
+// Nothing waits on the write. When stdout does not keep up, lines beyond MAX_PENDING_BYTES are dropped and counted, and
 // the next batch says how many, so a slow log reader never slows calls or grows the worker's memory
 // without bound.
 import { write as writeFd, writeSync } from 'node:fs';
@@ -49,6 +49,8 @@ export const BATCH_BYTES = 64 * 1024;
 export const FLUSH_MS = 200;
 /** lines past this much unwritten text are dropped (and counted) until the output catches up */
 export const MAX_PENDING_BYTES = 8 * 1024 * 1024;
+/** written batches kept to be filled again */
+const SPARE_BATCHES = 4;
 /** after EAGAIN (a non-blocking stdout that is full), the next try */
 const RETRY_MS = 50;
 
@@ -73,11 +75,17 @@ export class AccessLog implements AccessSink {
   private readonly maxPendingBytes: number;
   /** the line's strings (route, model, channel, end reason) as JSON */
   private readonly json = new RememberedJson();
-  /** lines not handed to a write yet, and their length in characters (≥ bytes / 3) */
-  private lines: string[] = [];
-  private pendingChars = 0;
+  /** the batch being filled: lines go in as UTF-8 as they come, so none stays on the JS heap */
+  private current: Buffer | null = null;
+  private used = 0;
+  /** filled batches not handed to a write yet */
+  private queued: Buffer[] = [];
+  /** bytes taken and not written yet (the batches queued, the one being filled, the write in flight) */
+  private pendingBytes = 0;
   /** the bytes of the write in flight, from where the last partial write stopped */
   private writing: Buffer | null = null;
+  /** emptied batches, filled again instead of allocated */
+  private spare: Buffer[] = [];
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
   /** lines dropped since the last batch went out */
@@ -114,7 +122,7 @@ export class AccessLog implements AccessSink {
   /** Whether a line is taken: the writer is on and open, and not too far behind (else the line is counted as dropped). */
   private accepts(): boolean {
     if (!this.enabled || this.closed) return false;
-    if (this.pendingChars < this.maxPendingBytes) return true;
+    if (this.pendingBytes < this.maxPendingBytes) return true;
     this.dropped += 1;
     this.droppedTotal += 1;
     return false;
@@ -126,31 +134,50 @@ export class AccessLog implements AccessSink {
   }
 
   private add(line: string): void {
-    this.lines.push(line);
-    this.pendingChars += line.length;
+    const most = line.length * 3;
+    if (most > BATCH_BYTES) {
+      // a line longer than a batch (a long route or message) goes as its own
+      this.queueCurrent();
+      const bytes = Buffer.from(line, 'utf8');
+      this.queued.push(bytes);
+      this.pendingBytes += bytes.length;
+    } else {
+      if (this.current !== null && this.used + most > this.current.length) this.queueCurrent();
+      this.current ??= this.spare.pop() ?? Buffer.allocUnsafeSlow(BATCH_BYTES);
+      const written = this.current.write(line, this.used);
+      this.used += written;
+      this.pendingBytes += written;
+    }
     this.schedule();
   }
 
-  /** Writes a full batch now, or arms the timer for a partial one; nothing while a write is in flight. */
+  /** The batch being filled joins the queue. */
+  private queueCurrent(): void {
+    if (this.current === null || this.used === 0) return;
+    this.queued.push(this.current.subarray(0, this.used));
+    this.current = null;
+    this.used = 0;
+  }
+
+  /** Writes what is queued now, or arms the timer for a partial batch; nothing while a write is in flight. */
   private schedule(): void {
     if (this.writing !== null || this.closed) return;
-    if (this.pendingChars >= BATCH_BYTES) { this.writeBatch(); return; }
-    if (this.timer !== null || (this.lines.length === 0 && this.dropped === 0)) return;
+    if (this.queued.length > 0) { this.writeBatch(); return; }
+    if (this.timer !== null || (this.used === 0 && this.dropped === 0)) return;
     this.timer = setTimeout(() => { this.timer = null; if (this.writing === null) this.writeBatch(); }, FLUSH_MS);
     this.timer.unref();
   }
 
-  /** Joins what is pending into one buffer (with the count of dropped lines before it). */
+  /** The next bytes to write: the oldest queued batch, or the partial one (with the count of dropped lines before it). */
   private takeBatch(): Buffer | null {
-    if (this.lines.length === 0 && this.dropped === 0) return null;
-    let text = this.lines.join('');
+    if (this.queued.length === 0) this.queueCurrent();
     if (this.dropped > 0) {
-      text = `${this.head()}"dropped_lines":${this.dropped},"msg":"access log output too slow: lines dropped"}\n${text}`;
+      const notice = Buffer.from(`${this.head()}"dropped_lines":${this.dropped},"msg":"access log output too slow: lines dropped"}\n`, 'utf8');
       this.dropped = 0;
+      this.queued.unshift(notice);
+      this.pendingBytes += notice.length;
     }
-    this.lines = [];
-    this.pendingChars = 0;
-    return Buffer.from(text, 'utf8');
+    return this.queued.shift() ?? null;
   }
 
   private writeBatch(): void {
@@ -169,12 +196,17 @@ export class AccessLog implements AccessSink {
         // stdout is gone (closed pipe): the lines have nowhere to go
         this.writing = null;
         this.closed = true;
-        this.lines = [];
-        this.pendingChars = 0;
+        this.queued = [];
+        this.current = null;
+        this.used = 0;
+        this.pendingBytes = 0;
         return;
       }
+      this.pendingBytes -= written;
       if (written < buffer.length) { this.writing = buffer.subarray(written); this.writeCurrent(); return; }
       this.writing = null;
+      // a whole batch's memory is filled again (a long line's own buffer is not kept)
+      if (buffer.buffer.byteLength === BATCH_BYTES && this.spare.length < SPARE_BATCHES) this.spare.push(Buffer.from(buffer.buffer, 0, BATCH_BYTES));
       this.schedule();
     });
   }
@@ -185,10 +217,12 @@ export class AccessLog implements AccessSink {
    */
   flush(): void {
     if (this.timer !== null) { clearTimeout(this.timer); this.timer = null; }
-    const batch = this.takeBatch();
+    this.queueCurrent();
+    const batches: Buffer[] = [];
+    for (let batch = this.takeBatch(); batch !== null; batch = this.takeBatch()) batches.push(batch);
     this.closed = true;
-    if (batch === null) return;
-    let rest = batch;
+    if (batches.length === 0) return;
+    let rest = Buffer.concat(batches);
     const deadline = Date.now() + 2_000;
     while (rest.length > 0 && Date.now() < deadline) {
       try { rest = rest.subarray(writeSync(this.fd, rest)); } catch (error) {

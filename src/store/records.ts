@@ -130,15 +130,57 @@ export function usageRowText(record: Omit<UsageRecord, 'id'>): string {
     + `,${jsonNumber(record.status)},${rowStrings.of(record.end_reason)},${rowStrings.of(record.usage_source)},${record.stream}]`;
 }
 
-/** The usage rows of a billing batch as text, grouped by account as they are settled. */
+/** One account's rows in a batch: the UTF-8 bytes of `[row,row,…`, with room for the closing bracket. */
+class RowBytes {
+  bytes: Buffer;
+  length = 1;
+  count = 0;
+
+  constructor(capacity: number) {
+    this.bytes = Buffer.allocUnsafe(capacity);
+    this.bytes[0] = 0x5b;   // [
+  }
+
+  /** Appends `text` (a row, or several joined by commas), with a comma before it unless it is the first. */
+  append(text: string, rows: number): void {
+    const most = text.length * 3 + 2;   // the comma before, the bracket after
+    if (this.length + most > this.bytes.length) {
+      const grown = Buffer.allocUnsafe(Math.max(this.bytes.length * 2, this.length + most));
+      this.bytes.copy(grown, 0, 0, this.length);
+      this.bytes = grown;
+    }
+    if (this.count > 0) this.bytes[this.length++] = 0x2c;   // ,
+    this.length += this.bytes.write(text, this.length);
+    this.count += rows;
+  }
+
+  /** the rows without the brackets */
+  inner(): string { return this.bytes.toString('utf8', 1, this.length); }
+
+  /** the rows as a JSON array */
+  text(): string {
+    this.bytes[this.length] = 0x5d;   // ]
+    return this.bytes.toString('utf8', 0, this.length + 1);
+  }
+}
+
+/** first capacity of an account's rows in a batch (a row is ~200–300 bytes); it doubles as needed */
+const ROW_BYTES_START = 2048;
+
+/**
+ * The usage rows of a billing batch, grouped by account as they are settled. Each row goes into its
+ * account's bytes as it is settled, so no row stays a string on the JS heap until the commit: a
+ * batch lives longer than a young-generation collection's period, and rows kept as strings were
+ * copied and promoted by it.
+ */
 export class UsageRowBatch {
-  private byAccount = new Map<number, string[]>();
+  private byAccount = new Map<number, RowBytes>();
   count = 0;
 
   add(record: Omit<UsageRecord, 'id'>): void {
-    const text = usageRowText(record);
-    const group = this.byAccount.get(record.account_id);
-    if (group === undefined) this.byAccount.set(record.account_id, [text]); else group.push(text);
+    let group = this.byAccount.get(record.account_id);
+    if (group === undefined) { group = new RowBytes(ROW_BYTES_START); this.byAccount.set(record.account_id, group); }
+    group.append(usageRowText(record), 1);
     this.count += 1;
   }
 
@@ -146,7 +188,8 @@ export class UsageRowBatch {
   prepend(earlier: UsageRowBatch): void {
     for (const [account, rows] of earlier.byAccount) {
       const later = this.byAccount.get(account);
-      this.byAccount.set(account, later === undefined ? rows : rows.concat(later));
+      if (later !== undefined) rows.append(later.inner(), later.count);
+      this.byAccount.set(account, rows);
     }
     this.count += earlier.count;
   }
@@ -154,7 +197,7 @@ export class UsageRowBatch {
   /** Each account's rows, in order, as the JSON text of an array of rows (what packUsageRows gives). */
   groups(): UsageGroup[] {
     const groups: UsageGroup[] = [];
-    for (const [account, rows] of this.byAccount) groups.push({ account, count: rows.length, rows: `[${rows.join(',')}]` });
+    for (const [account, rows] of this.byAccount) groups.push({ account, count: rows.count, rows: rows.text() });
     return groups;
   }
 }
