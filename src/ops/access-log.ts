@@ -11,7 +11,7 @@
 // the next batch says how many, so a slow log reader never slows calls or grows the worker's memory
 // without bound.
 import { write as writeFd, writeSync } from 'node:fs';
-import { RememberedJson } from '../formats/json-value';
+import { ByteWriter, JsonStringBytes, MAX_NUMBER_BYTES } from '../formats/json-bytes';
 
 /** What the gateway writes access lines to: this writer, or in tests a pino logger (loggerSink). */
 export interface AccessSink {
@@ -56,6 +56,10 @@ const RETRY_MS = 50;
 
 /** every line starts so: pino's level 30 (info), then the time */
 const LINE_START = '{"level":30,"time":';
+/** a line's head without its pid part: the start and the time */
+const HEAD_BYTES = LINE_START.length + MAX_NUMBER_BYTES;
+/** a call line's bytes besides its head's pid part and its four strings: field names, ten numbers, literals */
+const CALL_LINE_FIXED_BYTES = HEAD_BYTES + 10 * MAX_NUMBER_BYTES + 200;
 
 const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity };
 
@@ -73,18 +77,17 @@ export class AccessLog implements AccessSink {
   private readonly fd: number;
   private readonly pidPart: string;
   private readonly maxPendingBytes: number;
-  /** the line's strings (route, model, channel, end reason) as JSON */
-  private readonly json = new RememberedJson();
-  /** the batch being filled: lines go in as UTF-8 as they come, so none stays on the JS heap */
-  private current: Buffer | null = null;
-  private used = 0;
+  /** the line's strings (route, model, channel, end reason) as JSON bytes */
+  private readonly strings = new JsonStringBytes();
+  /** the batch being filled: lines go in as UTF-8 as they are made, so none stays on the JS heap */
+  private current: ByteWriter | null = null;
   /** filled batches not handed to a write yet */
   private queued: Buffer[] = [];
   /** bytes taken and not written yet (the batches queued, the one being filled, the write in flight) */
   private pendingBytes = 0;
   /** the bytes of the write in flight, from where the last partial write stopped */
   private writing: Buffer | null = null;
-  /** emptied batches, filled again instead of allocated */
+  /** written batches' memory, filled again instead of allocated */
   private spare: Buffer[] = [];
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
@@ -101,22 +104,44 @@ export class AccessLog implements AccessSink {
   }
 
   /**
-   * A call's line, written out field by field (the same JSON as info() gives for these fields, at a
-   * fifth of its cost: only its strings go through JSON.stringify, and those are remembered).
+   * A call's line, written into the batch field by field: the same JSON as info() gives for these
+   * fields, with no string made for it.
    */
   call(line: CallLine): void {
     if (!this.accepts()) return;
-    this.add(`${this.head()}"route":${this.json.of(line.route)},"model":${this.json.of(line.model)},"channel":${this.json.of(line.channel)}`
-      + `,"status":${line.status},"duration_ms":${line.duration_ms},"ttfb_ms":${line.ttfb_ms},"prompt_tokens":${line.prompt_tokens}`
-      + `,"completion_tokens":${line.completion_tokens},"quota":${line.quota},"key_id":${line.key_id},"account_id":${line.account_id}`
-      + `,"stream":${line.stream},"end_reason":${this.json.of(line.end_reason)},"msg":"call"}\n`);
+    const route = this.strings.of(line.route);
+    const model = this.strings.of(line.model);
+    const channel = this.strings.of(line.channel);
+    const endReason = this.strings.of(line.end_reason);
+    const out = this.batchWithRoom(CALL_LINE_FIXED_BYTES + this.pidPart.length + route.length + model.length + channel.length + endReason.length);
+    const start = out.length;
+    this.writeHead(out);
+    out.ascii('"route":'); out.copy(route);
+    out.ascii(',"model":'); out.copy(model);
+    out.ascii(',"channel":'); out.copy(channel);
+    out.ascii(',"status":'); out.number(line.status);
+    out.ascii(',"duration_ms":'); out.number(line.duration_ms);
+    out.ascii(',"ttfb_ms":'); if (line.ttfb_ms === null) out.ascii('null'); else out.number(line.ttfb_ms);
+    out.ascii(',"prompt_tokens":'); out.number(line.prompt_tokens);
+    out.ascii(',"completion_tokens":'); out.number(line.completion_tokens);
+    out.ascii(',"quota":'); out.number(line.quota);
+    out.ascii(',"key_id":'); out.number(line.key_id);
+    out.ascii(',"account_id":'); out.number(line.account_id);
+    out.ascii(line.stream ? ',"stream":true,"end_reason":' : ',"stream":false,"end_reason":'); out.copy(endReason);
+    out.ascii(',"msg":"call"}\n');
+    this.added(out.length - start);
   }
 
   info(fields: object, message: string): void {
     if (!this.accepts()) return;
     // the fields' own JSON with the head in front of its first field and the message after its last
     const json = JSON.stringify(fields);
-    this.add(`${this.head()}${json.length > 2 ? `${json.slice(1, -1)},` : ''}"msg":${JSON.stringify(message)}}\n`);
+    const line = `${json.length > 2 ? `${json.slice(1, -1)},` : ''}"msg":${JSON.stringify(message)}}\n`;
+    const out = this.batchWithRoom(HEAD_BYTES + this.pidPart.length + line.length * 3);
+    const start = out.length;
+    this.writeHead(out);
+    out.text(line);
+    this.added(out.length - start);
   }
 
   /** Whether a line is taken: the writer is on and open, and not too far behind (else the line is counted as dropped). */
@@ -129,41 +154,38 @@ export class AccessLog implements AccessSink {
   }
 
   /** A line's start, up to its first field: level, time, pid, log. */
-  private head(): string {
-    return `${LINE_START}${Date.now()}${this.pidPart}`;
+  private writeHead(out: ByteWriter): void {
+    out.ascii(LINE_START);
+    out.number(Date.now());
+    out.ascii(this.pidPart);
   }
 
-  private add(line: string): void {
-    const most = line.length * 3;
-    if (most > BATCH_BYTES) {
-      // a line longer than a batch (a long route or message) goes as its own
-      this.queueCurrent();
-      const bytes = Buffer.from(line, 'utf8');
-      this.queued.push(bytes);
-      this.pendingBytes += bytes.length;
-    } else {
-      if (this.current !== null && this.used + most > this.current.length) this.queueCurrent();
-      this.current ??= this.spare.pop() ?? Buffer.allocUnsafeSlow(BATCH_BYTES);
-      const written = this.current.write(line, this.used);
-      this.used += written;
-      this.pendingBytes += written;
-    }
+  /** The batch to write a line of at most `bound` bytes into: the current one, or a new one when it lacks the room. */
+  private batchWithRoom(bound: number): ByteWriter {
+    if (this.current !== null && this.current.room >= bound) return this.current;
+    this.queueCurrent();
+    // a line longer than a batch (a long route or message) gets a batch of its own size
+    this.current = new ByteWriter(bound > BATCH_BYTES ? bound : this.spare.pop() ?? BATCH_BYTES);
+    return this.current;
+  }
+
+  private added(bytes: number): void {
+    this.pendingBytes += bytes;
     this.schedule();
   }
 
   /** The batch being filled joins the queue. */
   private queueCurrent(): void {
-    if (this.current === null || this.used === 0) return;
-    this.queued.push(this.current.subarray(0, this.used));
+    if (this.current === null || this.current.length === 0) return;
+    this.queued.push(this.current.view());
     this.current = null;
-    this.used = 0;
   }
 
   /** Writes what is queued now, or arms the timer for a partial batch; nothing while a write is in flight. */
   private schedule(): void {
     if (this.writing !== null || this.closed) return;
     if (this.queued.length > 0) { this.writeBatch(); return; }
-    if (this.timer !== null || (this.used === 0 && this.dropped === 0)) return;
+    if (this.timer !== null || ((this.current === null || this.current.length === 0) && this.dropped === 0)) return;
     this.timer = setTimeout(() => { this.timer = null; if (this.writing === null) this.writeBatch(); }, FLUSH_MS);
     this.timer.unref();
   }
@@ -172,9 +194,13 @@ export class AccessLog implements AccessSink {
   private takeBatch(): Buffer | null {
     if (this.queued.length === 0) this.queueCurrent();
     if (this.dropped > 0) {
-      const notice = Buffer.from(`${this.head()}"dropped_lines":${this.dropped},"msg":"access log output too slow: lines dropped"}\n`, 'utf8');
+      const notice = new ByteWriter(HEAD_BYTES + this.pidPart.length + 128);
+      this.writeHead(notice);
+      notice.ascii('"dropped_lines":');
+      notice.number(this.dropped);
+      notice.ascii(',"msg":"access log output too slow: lines dropped"}\n');
       this.dropped = 0;
-      this.queued.unshift(notice);
+      this.queued.unshift(notice.view());
       this.pendingBytes += notice.length;
     }
     return this.queued.shift() ?? null;
@@ -198,7 +224,6 @@ export class AccessLog implements AccessSink {
         this.closed = true;
         this.queued = [];
         this.current = null;
-        this.used = 0;
         this.pendingBytes = 0;
         return;
       }

@@ -1,6 +1,6 @@
 // Record shapes stored in LMDB (msgpack). Quota amounts are integers in quota units (500000 = 1 USD).
 import type { SealedValue } from '../auth/secrets';
-import { RememberedJson } from '../formats/json-value';
+import { ByteWriter, JsonStringBytes, MAX_NUMBER_BYTES } from '../formats/json-bytes';
 
 export interface LeaseHolder {
   /** sum of all outstanding worker leases */
@@ -110,57 +110,85 @@ export function fromUsageRow(row: UsageRow): UsageRecord {
  */
 export interface UsageGroup { account: number; count: number; rows: string }
 
-const rowStrings = new RememberedJson();
+const rowStrings = new JsonStringBytes();
 
-/** A finite number as JSON writes it (JSON.stringify writes null for NaN and the infinities). */
-function jsonNumber(value: number): string {
-  return Number.isFinite(value) ? String(value) : 'null';
-}
+/** Room a row takes at most besides its strings: 13 numbers, the brackets, commas and literals. */
+const ROW_FIXED_BYTES = 13 * MAX_NUMBER_BYTES + 64;
 
 /**
- * The JSON text of a record's row, exactly JSON.stringify(toUsageRow(record)), written field by
- * field: a settled call keeps this one flat string until its batch is committed, instead of an
- * array of 19 values that the batch then stringifies.
+ * Writes a record's row as JSON, exactly JSON.stringify(toUsageRow(record)), field by field into
+ * `out` (making its room).
  */
-export function usageRowText(record: Omit<UsageRecord, 'id'>): string {
-  return `[0,${jsonNumber(record.time)},${jsonNumber(record.account_id)},${jsonNumber(record.key_id)},${rowStrings.of(record.key_name)}`
-    + `,${rowStrings.of(record.model)},${rowStrings.of(record.channel)},${rowStrings.of(record.endpoint)},${jsonNumber(record.prompt_tokens)}`
-    + `,${jsonNumber(record.completion_tokens)},${jsonNumber(record.cache_read_tokens)},${jsonNumber(record.cache_creation_tokens)}`
-    + `,${jsonNumber(record.quota)},${jsonNumber(record.latency_ms)},${record.first_byte_ms === null ? 'null' : jsonNumber(record.first_byte_ms)}`
-    + `,${jsonNumber(record.status)},${rowStrings.of(record.end_reason)},${rowStrings.of(record.usage_source)},${record.stream}]`;
+function writeUsageRow(out: ByteWriter, record: Omit<UsageRecord, 'id'>): void {
+  const keyName = rowStrings.of(record.key_name);
+  const model = rowStrings.of(record.model);
+  const channel = rowStrings.of(record.channel);
+  const endpoint = rowStrings.of(record.endpoint);
+  const endReason = rowStrings.of(record.end_reason);
+  const usageSource = rowStrings.of(record.usage_source);
+  out.reserve(ROW_FIXED_BYTES + keyName.length + model.length + channel.length + endpoint.length + endReason.length + usageSource.length);
+  out.ascii('[0,');
+  out.number(record.time); out.byte(COMMA);
+  out.number(record.account_id); out.byte(COMMA);
+  out.number(record.key_id); out.byte(COMMA);
+  out.copy(keyName); out.byte(COMMA);
+  out.copy(model); out.byte(COMMA);
+  out.copy(channel); out.byte(COMMA);
+  out.copy(endpoint); out.byte(COMMA);
+  out.number(record.prompt_tokens); out.byte(COMMA);
+  out.number(record.completion_tokens); out.byte(COMMA);
+  out.number(record.cache_read_tokens); out.byte(COMMA);
+  out.number(record.cache_creation_tokens); out.byte(COMMA);
+  out.number(record.quota); out.byte(COMMA);
+  out.number(record.latency_ms); out.byte(COMMA);
+  if (record.first_byte_ms === null) out.ascii('null'); else out.number(record.first_byte_ms);
+  out.byte(COMMA);
+  out.number(record.status); out.byte(COMMA);
+  out.copy(endReason); out.byte(COMMA);
+  out.copy(usageSource); out.byte(COMMA);
+  out.ascii(record.stream ? 'true]' : 'false]');
 }
 
-/** One account's rows in a batch: the UTF-8 bytes of `[row,row,…`, with room for the closing bracket. */
-class RowBytes {
-  bytes: Buffer;
-  length = 1;
+const COMMA = 0x2c;
+
+/** The JSON text of a record's row, exactly JSON.stringify(toUsageRow(record)). */
+export function usageRowText(record: Omit<UsageRecord, 'id'>): string {
+  const out = new ByteWriter(512);
+  writeUsageRow(out, record);
+  return out.view().toString('utf8');
+}
+
+/** One account's rows in a batch: the UTF-8 bytes of `[row,row,…`. */
+class AccountRows {
+  readonly out = new ByteWriter(ROW_BYTES_START);
   count = 0;
 
-  constructor(capacity: number) {
-    this.bytes = Buffer.allocUnsafe(capacity);
-    this.bytes[0] = 0x5b;   // [
+  constructor() {
+    this.out.reserve(1);
+    this.out.byte(0x5b);   // [
   }
 
-  /** Appends `text` (a row, or several joined by commas), with a comma before it unless it is the first. */
-  append(text: string, rows: number): void {
-    const most = text.length * 3 + 2;   // the comma before, the bracket after
-    if (this.length + most > this.bytes.length) {
-      const grown = Buffer.allocUnsafe(Math.max(this.bytes.length * 2, this.length + most));
-      this.bytes.copy(grown, 0, 0, this.length);
-      this.bytes = grown;
-    }
-    if (this.count > 0) this.bytes[this.length++] = 0x2c;   // ,
-    this.length += this.bytes.write(text, this.length);
-    this.count += rows;
+  add(record: Omit<UsageRecord, 'id'>): void {
+    this.out.reserve(1);
+    if (this.count > 0) this.out.byte(COMMA);
+    writeUsageRow(this.out, record);
+    this.count += 1;
   }
 
-  /** the rows without the brackets */
-  inner(): string { return this.bytes.toString('utf8', 1, this.length); }
+  /** Appends the rows of `later` after these. */
+  append(later: AccountRows): void {
+    this.out.reserve(later.out.length);
+    this.out.byte(COMMA);
+    later.out.bytes.copy(this.out.bytes, this.out.length, 1, later.out.length);
+    this.out.length += later.out.length - 1;
+    this.count += later.count;
+  }
 
   /** the rows as a JSON array */
   text(): string {
-    this.bytes[this.length] = 0x5d;   // ]
-    return this.bytes.toString('utf8', 0, this.length + 1);
+    this.out.reserve(1);
+    this.out.bytes[this.out.length] = 0x5d;   // ]
+    return this.out.bytes.toString('utf8', 0, this.out.length + 1);
   }
 }
 
@@ -168,19 +196,19 @@ class RowBytes {
 const ROW_BYTES_START = 2048;
 
 /**
- * The usage rows of a billing batch, grouped by account as they are settled. Each row goes into its
- * account's bytes as it is settled, so no row stays a string on the JS heap until the commit: a
+ * The usage rows of a billing batch, grouped by account as they are settled. Each row is written
+ * into its account's bytes as it is settled, so no row stays on the JS heap until the commit: a
  * batch lives longer than a young-generation collection's period, and rows kept as strings were
  * copied and promoted by it.
  */
 export class UsageRowBatch {
-  private byAccount = new Map<number, RowBytes>();
+  private byAccount = new Map<number, AccountRows>();
   count = 0;
 
   add(record: Omit<UsageRecord, 'id'>): void {
     let group = this.byAccount.get(record.account_id);
-    if (group === undefined) { group = new RowBytes(ROW_BYTES_START); this.byAccount.set(record.account_id, group); }
-    group.append(usageRowText(record), 1);
+    if (group === undefined) { group = new AccountRows(); this.byAccount.set(record.account_id, group); }
+    group.add(record);
     this.count += 1;
   }
 
@@ -188,7 +216,7 @@ export class UsageRowBatch {
   prepend(earlier: UsageRowBatch): void {
     for (const [account, rows] of earlier.byAccount) {
       const later = this.byAccount.get(account);
-      if (later !== undefined) rows.append(later.inner(), later.count);
+      if (later !== undefined) rows.append(later);
       this.byAccount.set(account, rows);
     }
     this.count += earlier.count;

@@ -51,13 +51,17 @@ test('a call line written field by field is the JSON info() writes for the same 
       completion_tokens: 64, quota: 1234, key_id: 3, account_id: 1, stream: true, end_reason: 'completed' },
     { route: '/v1/messages', model: 'claude "sonnet"\n名前', channel: 'a\\b', status: 502, duration_ms: 0, ttfb_ms: null, prompt_tokens: 0,
       completion_tokens: 0, quota: 0, key_id: 9, account_id: 2, stream: false, end_reason: 'failed' },
+    // numbers JSON writes its own way, and a route longer than a whole batch
+    { route: `/r/${'é\u2028"'.repeat(10_000)}`, model: 'm', channel: '', status: 200, duration_ms: 1.5, ttfb_ms: -3, prompt_tokens: Number.NaN,
+      completion_tokens: Number.POSITIVE_INFINITY, quota: 2 ** 53 + 2, key_id: 1e21, account_id: -0, stream: true, end_reason: '' },
   ];
   for (const line of lines) { log.call(line); log.info(line, 'call'); }
   log.flush();
   const written = readFileSync(out.path, 'utf8').split('\n').filter(Boolean).map((text) => text.replace(/"time":\d+/, '"time":0'));
-  assert.equal(written.length, 4);
+  assert.equal(written.length, 6);
   assert.equal(written[0], written[1]);
   assert.equal(written[2], written[3]);
+  assert.equal(written[4], written[5]);
   assert.deepEqual({ ...JSON.parse(written[2]), time: undefined }, { level: 30, time: undefined, pid: 7, log: 'access', ...lines[1], msg: 'call' });
 }));
 
