@@ -9,7 +9,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { checkEndpoint, chatBody, IdleConnections, isThroughput, measureFirstByte, runScenario, scenarios, type Endpoint, type Scenario, type ScenarioOptions } from './load';
+import { checkEndpoint, chatBody, IdleConnections, isThroughput, measureFirstByte, runLoad, runScenario, scenarios, type Endpoint, type Scenario, type ScenarioOptions } from './load';
 import { deploymentMemory, idleDeploymentMemory, measureOpenStreams, type DeploymentMemory, type OpenStreamsReport } from './memory';
 import { ChildProcesses, choosePlacement, MemorySampler, pinSelf, readMemory, type Placement } from './processes';
 import {
@@ -29,6 +29,8 @@ const USAGE = `npm run bench -- [options]
   --rounds N          then each throughput scenario again in N rounds, pass-through and Tollgate alternated (default 6; 0 = off)
   --round-seconds S   measured seconds of each target in a round (default 2, after a 0.5 s warm-up)
   --warmup S          warm-up seconds before each scenario (default 1)
+  --start-warmup S    load each target gets once after its start, before its first scenario, half non-stream and half
+                      stream at 8 connections, so that its JIT has settled (default 6; 0 = off)
   --connections N     connections of the throughput scenarios (default 50)
   --scenarios LIST    only these scenarios (ids: chat-1,stream-1,chat-50,stream-50,burst-50,per-turn-50,live)
   --live-connections N   concurrent streams of the live shape (default 300)
@@ -52,7 +54,7 @@ const USAGE = `npm run bench -- [options]
   --runtimes          Tollgate on Node + uWS, Node + node:http and Bun + node:http: CPU per call, req/s, worker RSS (rounds, round-seconds, warmup, connections apply)`;
 
 interface Options {
-  duration: number; warmup: number; connections: number; idle: number; ttfbRequests: number; chunks: number;
+  duration: number; warmup: number; startWarmup: number; connections: number; idle: number; ttfbRequests: number; chunks: number;
   rounds: number; roundSeconds: number; only?: Set<string>;
   live: ScenarioOptions['live']; memory: { streams: number; chunks: number; gapMs: number };
   gatewayCpus?: string; clientCpus?: string; target?: string; key?: string; model?: string;
@@ -72,7 +74,7 @@ function parseOptions(argv: string[]): Options {
   const { values } = parseArgs({
     args: argv, strict: true, allowPositionals: false,
     options: {
-      duration: { type: 'string' }, warmup: { type: 'string' }, connections: { type: 'string' }, idle: { type: 'string' },
+      duration: { type: 'string' }, warmup: { type: 'string' }, 'start-warmup': { type: 'string' }, connections: { type: 'string' }, idle: { type: 'string' },
       scenarios: { type: 'string' }, 'live-connections': { type: 'string' }, 'live-chunks': { type: 'string' }, 'live-gap-ms': { type: 'string' },
       'live-seconds': { type: 'string' }, 'memory-streams': { type: 'string' }, 'memory-chunks': { type: 'string' }, 'memory-gap-ms': { type: 'string' }, 'memory-only': { type: 'boolean' },
       rounds: { type: 'string' }, 'round-seconds': { type: 'string' },
@@ -89,6 +91,7 @@ function parseOptions(argv: string[]): Options {
   return {
     duration: positive('duration', values.duration, 5),
     warmup: positive('warmup', values.warmup, 1, true),
+    startWarmup: positive('start-warmup', values['start-warmup'], 6, true),
     only: values.scenarios ? new Set(values.scenarios.split(',').map((id) => id.trim())) : undefined,
     live: {
       connections: integer('live-connections', values['live-connections'], 300), chunks: integer('live-chunks', values['live-chunks'], 100),
@@ -144,6 +147,13 @@ function log(line: string): void { process.stderr.write(`${line}\n`); }
 
 interface Measure { options: Options; scenarioList: Scenario[]; model: string }
 
+/**
+ * Connections of the start-up warm-up. A process's first seconds under load are its JIT's, and a
+ * 1-connection scenario run first measured the compiler's tail latency, not the gateway's
+ * (bench/README.md, "Start-up warm-up").
+ */
+const START_WARMUP_CONNECTIONS = 8;
+
 interface Subject { run: TargetRun; endpoint: Endpoint; idle?: { count: number; url: string }; pids?: () => number[] }
 
 /**
@@ -153,7 +163,13 @@ interface Subject { run: TargetRun; endpoint: Endpoint; idle?: { count: number; 
  */
 async function measureAll(subjects: Subject[], measure: Measure): Promise<void> {
   const { options, scenarioList, model } = measure;
-  for (const subject of subjects) await checkEndpoint(subject.endpoint, model);
+  for (const subject of subjects) {
+    await checkEndpoint(subject.endpoint, model);
+    if (options.startWarmup > 0) {
+      log(`  ${subject.run.label}: ${options.startWarmup} s of start-up warm-up`);
+      for (const stream of [false, true]) await runLoad(subject.endpoint, chatBody(model, stream), START_WARMUP_CONNECTIONS, options.startWarmup / 2, 0);
+    }
+  }
   const lastThroughput = scenarioList.filter(isThroughput).at(-1);
   const open = new Map<Subject, IdleConnections>();
   try {
@@ -464,7 +480,7 @@ async function main(): Promise<void> {
     const settings: RunReport['settings'] = kind === 'soak'
       ? { requests: options.requests, connections: options.connections, 'max seconds': options.maxSeconds, 'mock chunks': options.chunks }
       : {
-        'measured s': options.duration, 'warm-up s': options.warmup, 'throughput connections': options.connections,
+        'measured s': options.duration, 'warm-up s': options.warmup, 'start-up warm-up s': options.startWarmup, 'throughput connections': options.connections,
         ...(kind === 'compare' ? { 'alternated rounds': options.rounds, 'round s': options.roundSeconds } : {}),
         'idle connections': options.idle, 'TTFB requests': options.ttfbRequests, ...(kind === 'compare' ? { 'mock chunks': options.chunks } : {}),
         'live streams': `${options.live.connections} × ${options.live.chunks + 4} events ${options.live.gapMs} ms apart, ${options.live.seconds} s window`,
