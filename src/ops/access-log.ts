@@ -50,7 +50,7 @@ export const FLUSH_MS = 200;
 /** lines past this much unwritten text are dropped (and counted) until the output catches up */
 export const MAX_PENDING_BYTES = 8 * 1024 * 1024;
 /** written batches kept to be filled again */
-const SPARE_BATCHES = 4;
+const SPARE_BATCHES = 1;
 /** after EAGAIN (a non-blocking stdout that is full), the next try */
 const RETRY_MS = 50;
 
