@@ -4,6 +4,7 @@
 // nothing for the garbage collector to copy while its batch waits.
 
 const QUOTE = 0x22;
+const MAX_UINT32 = 0xffffffff;
 
 /** Bytes with a write position; it grows (doubling, keeping what was written) when asked for room it lacks. */
 export class ByteWriter {
@@ -40,17 +41,41 @@ export class ByteWriter {
 
   /** A number as JSON.stringify writes it: null for NaN and the infinities (within reserved room: at most 24 bytes). */
   number(value: number): void {
-    if (Number.isSafeInteger(value) && value >= 0) {
-      let digits = 1;
-      for (let rest = value; rest >= 10; rest = Math.floor(rest / 10)) digits += 1;
-      const end = this.length + digits;
-      let at = end;
-      let rest = value;
-      do { this.bytes[--at] = 0x30 + (rest % 10); rest = Math.floor(rest / 10); } while (rest > 0);
-      this.length = end;
+    if (value >= 0 && value <= MAX_UINT32 && value % 1 === 0) { this.uint32(value); return; }
+    if (Number.isSafeInteger(value) && value > 0) {
+      // above 2^32 (a time in ms): the digits above the last nine, then those nine, each part in uint32 arithmetic
+      const high = Math.floor(value / 1e9);
+      this.uint32(high);
+      this.nineDigits(value - high * 1e9);
       return;
     }
     this.ascii(Number.isFinite(value) ? String(value) : 'null');
+  }
+
+  private uint32(value: number): void {
+    let count = 1;
+    for (let limit = 10; count < 10 && value >= limit; limit *= 10) count += 1;
+    const end = this.length + count;
+    let at = end;
+    let rest = value;
+    do {
+      const next = (rest / 10) >>> 0;
+      this.bytes[--at] = 0x30 + rest - next * 10;
+      rest = next;
+    } while (rest > 0);
+    this.length = end;
+  }
+
+  /** 0 ≤ value < 10^9, zero-padded to nine digits */
+  private nineDigits(value: number): void {
+    let at = this.length + 9;
+    this.length = at;
+    let rest = value;
+    for (let index = 0; index < 9; index += 1) {
+      const next = (rest / 10) >>> 0;
+      this.bytes[--at] = 0x30 + rest - next * 10;
+      rest = next;
+    }
   }
 
   /** Bytes already encoded (within reserved room). */

@@ -49,24 +49,3 @@ export function parseBoundedJson(text: string): unknown {
   try { value = JSON.parse(text); } catch { return undefined; }
   return nestsDeeperThan(value) ? undefined : value;
 }
-
-/**
- * JSON.stringify of strings that recur (model, channel and route names on every log line and usage
- * row), remembered: at most `limit` of them, each at most `maxLength` long; the rest are encoded each time.
- */
-export class RememberedJson {
-  private readonly encoded = new Map<string, string>();
-
-  constructor(private readonly limit = 1_000, private readonly maxLength = 200) {}
-
-  of(value: string): string {
-    let encoded = this.encoded.get(value);
-    if (encoded !== undefined) return encoded;
-    encoded = JSON.stringify(value);
-    if (value.length <= this.maxLength) {
-      if (this.encoded.size >= this.limit) this.encoded.clear();
-      this.encoded.set(value, encoded);
-    }
-    return encoded;
-  }
-}

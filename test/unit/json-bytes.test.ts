@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { ByteWriter, JsonStringBytes, MAX_NUMBER_BYTES } from '../../src/formats/json-bytes';
 
 test('numbers are written as JSON.stringify writes them', () => {
-  const values = [0, -0, 1, 9, 10, 99, 100, 12345, 2 ** 31, 2 ** 53 - 1, 2 ** 53, 2 ** 53 + 2, 1e21, -1, -123456, 0.5, 1.5, -2.25,
+  const values = [0, -0, 1, 9, 10, 99, 100, 12345, 2 ** 31, 2 ** 32 - 1, 2 ** 32, 1e9 - 1, 1e9, 1e9 + 1, 1e10, 1795783408933, 2 ** 53 - 1, 2 ** 53, 2 ** 53 + 2, 1e21, -1, -123456, 0.5, 1.5, -2.25,
     1e-7, 123456789.123, Number.MAX_VALUE, Number.MIN_VALUE, -Number.MAX_VALUE, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY];
   for (const value of values) {
     const out = new ByteWriter(MAX_NUMBER_BYTES);
