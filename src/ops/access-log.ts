@@ -7,9 +7,9 @@
 // reader takes both logs, but they are not written through pino: a line is built as text (a call's
 // field by field, any other from its fields' JSON.stringify), put at once into a 64 KiB batch as
 // UTF-8, and written to stdout a batch at a time (when it is full, or FLUSH_MS after its first line).
-// Nothing waits on the write. When stdout does not keep up, lines beyond MAX_PENDING_BYTES are dropped and counted, and
-// the next batch says how many, so a slow log reader never slows calls or grows the worker's memory
-// without bound.
+// Nothing waits on the write. When stdout does not keep up, lines beyond MAX_PENDING_BYTES are
+// dropped and counted, and the next batch says how many, so a slow log reader never slows calls or
+// grows the worker's memory without bound.
 import { write as writeFd, writeSync } from 'node:fs';
 import { ByteWriter, JsonStringBytes, MAX_NUMBER_BYTES } from '../formats/json-bytes';
 
