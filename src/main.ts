@@ -117,7 +117,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
       await context.ledger.close();
       await pools.close();
       await context.pool.close();
-      accessOutput?.flush();
+      await accessOutput?.flush();
       if (ownsStore) await store.close();
     })();
     return closing;

@@ -10,7 +10,7 @@
 // Nothing waits on the write. When stdout does not keep up, lines beyond MAX_PENDING_BYTES are
 // dropped and counted, and the next batch says how many, so a slow log reader never slows calls or
 // grows the worker's memory without bound.
-import { write as writeFd, writeSync } from 'node:fs';
+import { write as writeFd } from 'node:fs';
 import { ByteWriter, JsonStringBytes, MAX_NUMBER_BYTES } from '../formats/json-bytes';
 
 /** What the gateway writes access lines to: this writer, or in tests a pino logger (loggerSink). */
@@ -53,6 +53,8 @@ export const MAX_PENDING_BYTES = 8 * 1024 * 1024;
 const SPARE_BATCHES = 1;
 /** after EAGAIN (a non-blocking stdout that is full), the next try */
 const RETRY_MS = 50;
+/** at shutdown, how long flush() waits for the output to take what is pending */
+export const FLUSH_DEADLINE_MS = 2_000;
 
 /** every line starts so: pino's level 30 (info), then the time */
 const LINE_START = '{"level":30,"time":';
@@ -91,6 +93,11 @@ export class AccessLog implements AccessSink {
   private spare: Buffer[] = [];
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
+  /** flush() was called: no more lines are taken */
+  private stopping = false;
+  /** flush()'s promise, and its resolution once what is pending is written */
+  private flushed: Promise<void> | null = null;
+  private drained: (() => void) | null = null;
   /** lines dropped since the last batch went out */
   private dropped = 0;
   /** all lines dropped since the start */
@@ -146,7 +153,7 @@ export class AccessLog implements AccessSink {
 
   /** Whether a line is taken: the writer is on and open, and not too far behind (else the line is counted as dropped). */
   private accepts(): boolean {
-    if (!this.enabled || this.closed) return false;
+    if (!this.enabled || this.closed || this.stopping) return false;
     if (this.pendingBytes < this.maxPendingBytes) return true;
     this.dropped += 1;
     this.droppedTotal += 1;
@@ -184,7 +191,8 @@ export class AccessLog implements AccessSink {
   /** Writes what is queued now, or arms the timer for a partial batch; nothing while a write is in flight. */
   private schedule(): void {
     if (this.writing !== null || this.closed) return;
-    if (this.queued.length > 0) { this.writeBatch(); return; }
+    if (this.queued.length > 0 || (this.stopping && this.dropped > 0)) { this.writeBatch(); return; }
+    if (this.stopping) { this.checkDrained(); return; }
     if (this.timer !== null || ((this.current === null || this.current.length === 0) && this.dropped === 0)) return;
     this.timer = setTimeout(() => { this.timer = null; if (this.writing === null) this.writeBatch(); }, FLUSH_MS);
     this.timer.unref();
@@ -209,7 +217,7 @@ export class AccessLog implements AccessSink {
   private writeBatch(): void {
     if (this.timer !== null) { clearTimeout(this.timer); this.timer = null; }
     const batch = this.takeBatch();
-    if (batch === null) return;
+    if (batch === null) { this.checkDrained(); return; }
     this.writing = batch;
     this.writeCurrent();
   }
@@ -218,13 +226,13 @@ export class AccessLog implements AccessSink {
     const buffer = this.writing!;
     writeFd(this.fd, buffer, 0, buffer.length, null, (error, written) => {
       if (error) {
-        if ((error as NodeJS.ErrnoException).code === 'EAGAIN') { setTimeout(() => this.writeCurrent(), RETRY_MS).unref(); return; }
+        if ((error as NodeJS.ErrnoException).code === 'EAGAIN' && !this.closed) { setTimeout(() => this.writeCurrent(), RETRY_MS).unref(); return; }
         // stdout is gone (closed pipe): the lines have nowhere to go
         this.writing = null;
-        this.closed = true;
         this.queued = [];
         this.current = null;
         this.pendingBytes = 0;
+        this.stopped();
         return;
       }
       this.pendingBytes -= written;
@@ -237,23 +245,34 @@ export class AccessLog implements AccessSink {
   }
 
   /**
-   * At shutdown: writes the lines no write has taken yet, synchronously (for at most 2 s when the
-   * output is full), after which lines are no longer kept. A write already in flight finishes on its own.
+   * At shutdown: no more lines are taken, and what is pending is written after the write in flight,
+   * in order, by the same asynchronous writes. Resolves once all of it is written, the output is gone,
+   * or FLUSH_DEADLINE_MS has passed (an output nobody reads).
    */
-  flush(): void {
+  flush(): Promise<void> {
+    if (this.flushed !== null) return this.flushed;
     if (this.timer !== null) { clearTimeout(this.timer); this.timer = null; }
+    this.stopping = true;
     this.queueCurrent();
-    const batches: Buffer[] = [];
-    for (let batch = this.takeBatch(); batch !== null; batch = this.takeBatch()) batches.push(batch);
+    this.flushed = new Promise((resolve) => {
+      const deadline = setTimeout(() => this.stopped(), FLUSH_DEADLINE_MS);
+      this.drained = () => { clearTimeout(deadline); resolve(); };
+    });
+    if (this.closed) this.stopped();
+    else if (this.writing === null) this.writeBatch();
+    return this.flushed;
+  }
+
+  /** Resolves flush() once nothing is left to write. */
+  private checkDrained(): void {
+    if (!this.stopping || this.writing !== null || this.queued.length > 0 || this.dropped > 0) return;
+    this.stopped();
+  }
+
+  private stopped(): void {
     this.closed = true;
-    if (batches.length === 0) return;
-    let rest = Buffer.concat(batches);
-    const deadline = Date.now() + 2_000;
-    while (rest.length > 0 && Date.now() < deadline) {
-      try { rest = rest.subarray(writeSync(this.fd, rest)); } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') return;
-        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, RETRY_MS);   // a full non-blocking stdout: wait, then try again
-      }
-    }
+    const drained = this.drained;
+    this.drained = null;
+    drained?.();
   }
 }

@@ -7,7 +7,7 @@ import { closeSync, constants, mkdtempSync, openSync, readFileSync, readSync, rm
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { AccessLog, FLUSH_MS, type CallLine } from '../../src/ops/access-log';
+import { AccessLog, FLUSH_DEADLINE_MS, FLUSH_MS, type CallLine } from '../../src/ops/access-log';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -56,7 +56,7 @@ test('a call line written field by field is the JSON info() writes for the same 
       completion_tokens: Number.POSITIVE_INFINITY, quota: 2 ** 53 + 2, key_id: 1e21, account_id: -0, stream: true, end_reason: '' },
   ];
   for (const line of lines) { log.call(line); log.info(line, 'call'); }
-  log.flush();
+  await log.flush();
   const written = readFileSync(out.path, 'utf8').split('\n').filter(Boolean).map((text) => text.replace(/"time":\d+/, '"time":0'));
   assert.equal(written.length, 6);
   assert.equal(written[0], written[1]);
@@ -65,12 +65,12 @@ test('a call line written field by field is the JSON info() writes for the same 
   assert.deepEqual({ ...JSON.parse(written[2]), time: undefined }, { level: 30, time: undefined, pid: 7, log: 'access', ...lines[1], msg: 'call' });
 }));
 
-test('many lines: every one written once, in order; flush() writes what is pending at once', () => withOutput(async (out) => {
+test('many lines: every one written once, in order; flush() writes what is pending, after the write in flight', () => withOutput(async (out) => {
   const log = new AccessLog({ level: 'info', fd: out.fd });
   for (let index = 0; index < 5_000; index += 1) log.info({ route: '/r', n: index }, 'call');
   await sleep(FLUSH_MS * 3);
   log.info({ n: 5_000 }, 'call');
-  log.flush();
+  await log.flush();
   const written = lines(out.path);
   assert.equal(written.length, 5_001);
   written.forEach((line, index) => assert.equal(line.n, index));
@@ -82,7 +82,7 @@ test('many lines: every one written once, in order; flush() writes what is pendi
 test('above info the writer writes nothing', () => withOutput(async (out) => {
   const log = new AccessLog({ level: 'warn', fd: out.fd });
   log.info({ route: '/r' }, 'call');
-  log.flush();
+  await log.flush();
   assert.equal(readFileSync(out.path, 'utf8'), '');
 }));
 
@@ -122,6 +122,30 @@ test('an output that does not read: lines past the bound are dropped and counted
     assert.match(parsed.msg, /lines dropped/);
     const kept = text.split('\n').filter((entry) => entry.includes('"filler"')).length;
     assert.ok(kept > 0 && kept + parsed.dropped_lines <= 20_000 + 1_000, `kept ${kept}, dropped ${parsed.dropped_lines}`);
+  } finally {
+    closeSync(writer);
+    closeSync(reader);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('flush() at shutdown with an output that does not read: it gives up after its deadline, and takes no line after', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-access-'));
+  const fifo = join(dir, 'pipe');
+  execFileSync('mkfifo', ['-m', '0600', fifo]);
+  const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+  const writer = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+  try {
+    const log = new AccessLog({ level: 'info', fd: writer });
+    for (let index = 0; index < 2_000; index += 1) log.info({ filler: 'x'.repeat(200), n: index }, 'call');   // ~0.5 MB into a 64 KiB pipe
+    const started = Date.now();
+    await log.flush();
+    const took = Date.now() - started;
+    assert.ok(took >= FLUSH_DEADLINE_MS - 50 && took < FLUSH_DEADLINE_MS + 1_000, `flush took ${took} ms`);
+    assert.equal(log.flush(), log.flush(), 'one flush, however often it is asked for');
+    const before = log.droppedTotal;
+    log.info({ n: 'after flush' }, 'call');
+    assert.equal(log.droppedTotal, before, 'a line after flush is not taken (nor counted as dropped)');
   } finally {
     closeSync(writer);
     closeSync(reader);
