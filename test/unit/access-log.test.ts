@@ -24,6 +24,22 @@ async function withOutput(body: (out: { path: string; fd: number }) => Promise<v
   }
 }
 
+/** Runs `body` with a FIFO whose both ends are non-blocking: the writer sees a full pipe (EAGAIN) instead of hanging. */
+async function withFifo(body: (ends: { reader: number; writer: number }) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-access-'));
+  const fifo = join(dir, 'pipe');
+  execFileSync('mkfifo', ['-m', '0600', fifo]);
+  const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+  const writer = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+  try {
+    await body({ reader, writer });
+  } finally {
+    closeSync(writer);
+    closeSync(reader);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 const lines = (path: string) => readFileSync(path, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
 
 test('a line has pino\'s shape with the fields, and reaches the output within the flush period', () => withOutput(async (out) => {
@@ -86,69 +102,46 @@ test('above info the writer writes nothing', () => withOutput(async (out) => {
   assert.equal(readFileSync(out.path, 'utf8'), '');
 }));
 
-test('an output that does not read: lines past the bound are dropped and counted, the count written once it drains', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'tollgate-access-'));
-  const fifo = join(dir, 'pipe');
-  execFileSync('mkfifo', ['-m', '0600', fifo]);
-  // both ends non-blocking: the writer sees a full pipe (EAGAIN) instead of hanging
-  const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
-  const writer = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
-  try {
-    const log = new AccessLog({ level: 'info', fd: writer, maxPendingBytes: 256 * 1024 });
-    const line = { route: '/v1/chat/completions', model: 'm', filler: 'x'.repeat(200) };
-    const started = Date.now();
-    for (let index = 0; index < 20_000; index += 1) log.info(line, 'call');   // ~5 MB into a 64 KiB pipe nobody reads
-    assert.ok(Date.now() - started < 5_000, 'logging never waits for the output');
-    await sleep(FLUSH_MS * 2);
-    assert.ok(log.droppedTotal > 10_000, `lines dropped: ${log.droppedTotal}`);
-    // the reader drains the pipe; the writer catches up and says how many it dropped
-    let text = '';
-    const chunk = Buffer.alloc(1 << 16);
-    const deadline = Date.now() + 10_000;
-    while (!text.includes('"dropped_lines"') && Date.now() < deadline) {
-      try {
-        const read = readSync(reader, chunk);
-        text += chunk.subarray(0, read).toString('utf8');
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
-        await sleep(20);
-      }
-      if (!text.includes('"dropped_lines"')) log.info(line, 'call');
+test('an output that does not read: lines past the bound are dropped and counted, the count written once it drains', () => withFifo(async ({ reader, writer }) => {
+  const log = new AccessLog({ level: 'info', fd: writer, maxPendingBytes: 256 * 1024 });
+  const line = { route: '/v1/chat/completions', model: 'm', filler: 'x'.repeat(200) };
+  const started = Date.now();
+  for (let index = 0; index < 20_000; index += 1) log.info(line, 'call');   // ~5 MB into a 64 KiB pipe nobody reads
+  assert.ok(Date.now() - started < 5_000, 'logging never waits for the output');
+  await sleep(FLUSH_MS * 2);
+  assert.ok(log.droppedTotal > 10_000, `lines dropped: ${log.droppedTotal}`);
+  // the reader drains the pipe; the writer catches up and says how many it dropped
+  let text = '';
+  const chunk = Buffer.alloc(1 << 16);
+  const deadline = Date.now() + 10_000;
+  while (!text.includes('"dropped_lines"') && Date.now() < deadline) {
+    try {
+      const read = readSync(reader, chunk);
+      text += chunk.subarray(0, read).toString('utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
+      await sleep(20);
     }
-    const notice = text.split('\n').find((entry) => entry.includes('"dropped_lines"'));
-    assert.ok(notice, 'a line reports the dropped lines');
-    const parsed = JSON.parse(notice) as { dropped_lines: number; msg: string };
-    assert.ok(parsed.dropped_lines > 10_000);
-    assert.match(parsed.msg, /lines dropped/);
-    const kept = text.split('\n').filter((entry) => entry.includes('"filler"')).length;
-    assert.ok(kept > 0 && kept + parsed.dropped_lines <= 20_000 + 1_000, `kept ${kept}, dropped ${parsed.dropped_lines}`);
-  } finally {
-    closeSync(writer);
-    closeSync(reader);
-    rmSync(dir, { recursive: true, force: true });
+    if (!text.includes('"dropped_lines"')) log.info(line, 'call');
   }
-});
+  const notice = text.split('\n').find((entry) => entry.includes('"dropped_lines"'));
+  assert.ok(notice, 'a line reports the dropped lines');
+  const parsed = JSON.parse(notice) as { dropped_lines: number; msg: string };
+  assert.ok(parsed.dropped_lines > 10_000);
+  assert.match(parsed.msg, /lines dropped/);
+  const kept = text.split('\n').filter((entry) => entry.includes('"filler"')).length;
+  assert.ok(kept > 0 && kept + parsed.dropped_lines <= 20_000 + 1_000, `kept ${kept}, dropped ${parsed.dropped_lines}`);
+}));
 
-test('flush() at shutdown with an output that does not read: it gives up after its deadline, and takes no line after', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'tollgate-access-'));
-  const fifo = join(dir, 'pipe');
-  execFileSync('mkfifo', ['-m', '0600', fifo]);
-  const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
-  const writer = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
-  try {
-    const log = new AccessLog({ level: 'info', fd: writer });
-    for (let index = 0; index < 2_000; index += 1) log.info({ filler: 'x'.repeat(200), n: index }, 'call');   // ~0.5 MB into a 64 KiB pipe
-    const started = Date.now();
-    await log.flush();
-    const took = Date.now() - started;
-    assert.ok(took >= FLUSH_DEADLINE_MS - 50 && took < FLUSH_DEADLINE_MS + 1_000, `flush took ${took} ms`);
-    assert.equal(log.flush(), log.flush(), 'one flush, however often it is asked for');
-    const before = log.droppedTotal;
-    log.info({ n: 'after flush' }, 'call');
-    assert.equal(log.droppedTotal, before, 'a line after flush is not taken (nor counted as dropped)');
-  } finally {
-    closeSync(writer);
-    closeSync(reader);
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+test('flush() at shutdown with an output that does not read: it gives up after its deadline, and takes no line after', () => withFifo(async ({ writer }) => {
+  const log = new AccessLog({ level: 'info', fd: writer });
+  for (let index = 0; index < 2_000; index += 1) log.info({ filler: 'x'.repeat(200), n: index }, 'call');   // ~0.5 MB into a 64 KiB pipe
+  const started = Date.now();
+  await log.flush();
+  const took = Date.now() - started;
+  assert.ok(took >= FLUSH_DEADLINE_MS - 50 && took < FLUSH_DEADLINE_MS + 1_000, `flush took ${took} ms`);
+  assert.equal(log.flush(), log.flush(), 'one flush, however often it is asked for');
+  const before = log.droppedTotal;
+  log.info({ n: 'after flush' }, 'call');
+  assert.equal(log.droppedTotal, before, 'a line after flush is not taken (nor counted as dropped)');
+}));
