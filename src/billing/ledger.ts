@@ -98,7 +98,7 @@ export class Ledger {
   private readonly keyLeases = new Map<number, Lease>();
   private readonly accountLeases = new Map<number, Lease>();
   private charges: QueuedCharge[] = [];
-  /** usage records of settled calls, as rows of JSON text grouped by account, until the batch is committed */
+  /** usage records of settled calls, as the JSON bytes of their rows grouped by account, until the batch is committed */
   private rows = new UsageRowBatch();
   private flushTimer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();

@@ -49,8 +49,6 @@ export const BATCH_BYTES = 64 * 1024;
 export const FLUSH_MS = 200;
 /** lines past this much unwritten text are dropped (and counted) until the output catches up */
 export const MAX_PENDING_BYTES = 8 * 1024 * 1024;
-/** written batches kept to be filled again */
-const SPARE_BATCHES = 1;
 /** after EAGAIN (a non-blocking stdout that is full), the next try */
 const RETRY_MS = 50;
 /** at shutdown, how long flush() waits for the output to take what is pending */
@@ -89,8 +87,6 @@ export class AccessLog implements AccessSink {
   private pendingBytes = 0;
   /** the bytes of the write in flight, from where the last partial write stopped */
   private writing: Buffer | null = null;
-  /** written batches' memory, filled again instead of allocated */
-  private spare: Buffer[] = [];
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
   /** flush() was called: no more lines are taken */
@@ -172,7 +168,7 @@ export class AccessLog implements AccessSink {
     if (this.current !== null && this.current.room >= bound) return this.current;
     this.queueCurrent();
     // a line longer than a batch (a long route or message) gets a batch of its own size
-    this.current = new ByteWriter(bound > BATCH_BYTES ? bound : this.spare.pop() ?? BATCH_BYTES);
+    this.current = new ByteWriter(Math.max(bound, BATCH_BYTES));
     return this.current;
   }
 
@@ -238,8 +234,6 @@ export class AccessLog implements AccessSink {
       this.pendingBytes -= written;
       if (written < buffer.length) { this.writing = buffer.subarray(written); this.writeCurrent(); return; }
       this.writing = null;
-      // a whole batch's memory is filled again (a long line's own buffer is not kept)
-      if (buffer.buffer.byteLength === BATCH_BYTES && this.spare.length < SPARE_BATCHES) this.spare.push(Buffer.from(buffer.buffer, 0, BATCH_BYTES));
       this.schedule();
     });
   }

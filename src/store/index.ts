@@ -14,7 +14,7 @@ export type {
 export { isPromise, whenReady, tokenHandle } from './types';
 export { summarizeUsage, type SummaryBy, type SummaryRow, type UsageSummary } from './usage-summary';
 export type { AccountRecord, AccessTokenRecord, AccessScope, KeyFields, KeyRecord, UsageGroup, UsageRecord, UsageRow } from './records';
-export { packUsageRows, toUsageRow, usageRowText, UsageRowBatch } from './records';
+export { packUsageRows, toUsageRow, UsageRowBatch } from './records';
 export { MAX_BALANCE } from './limits';
 export { LEDGER_WRITER_NICE } from './lmdb/ledger-writer';
 

@@ -151,13 +151,6 @@ function writeUsageRow(out: ByteWriter, record: Omit<UsageRecord, 'id'>): void {
 
 const COMMA = 0x2c;
 
-/** The JSON text of a record's row, exactly JSON.stringify(toUsageRow(record)). */
-export function usageRowText(record: Omit<UsageRecord, 'id'>): string {
-  const out = new ByteWriter(512);
-  writeUsageRow(out, record);
-  return out.view().toString('utf8');
-}
-
 /** One account's rows in a batch: the UTF-8 bytes of `[row,row,…`. */
 class AccountRows {
   readonly out = new ByteWriter(ROW_BYTES_START);

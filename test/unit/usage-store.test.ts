@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sumCharges } from '../../src/billing/ledger';
-import { packUsageRows, toUsageRow, usageRowText, UsageRowBatch, type Charge, type UsageRecord } from '../../src/store';
+import { packUsageRows, toUsageRow, UsageRowBatch, type Charge, type UsageRecord } from '../../src/store';
 import { useTempStore } from '../helpers/temp-store';
 
 const temp = useTempStore('tollgate-usage-');
@@ -53,7 +53,11 @@ test('a usage row written field by field is JSON.stringify of the row, and a bat
     { ...base, quota: 0, status: 502, end_reason: 'failed', prompt_tokens: Number.NaN, completion_tokens: Number.POSITIVE_INFINITY },
     { ...base, account_id: 7, key_name: '', channel: '', quota: 5e14 },
   ];
-  for (const record of records) assert.equal(usageRowText(record), JSON.stringify(toUsageRow(record)));
+  for (const record of records) {
+    const single = new UsageRowBatch();
+    single.add(record);
+    assert.deepEqual(single.groups(), [{ account: record.account_id, count: 1, rows: JSON.stringify([toUsageRow(record)]) }]);
+  }
   const batch = new UsageRowBatch();
   for (const record of records) batch.add(record);
   assert.equal(batch.count, 4);
