@@ -29,6 +29,7 @@ const USAGE = `npm run bench -- [options]
   --soak [--requests N] [--max-seconds S]   N mixed requests through Tollgate (default 1,000,000, 3600 s)
   --profile           V8 CPU profile of Tollgate's processes (bench/results/profiles/), summarised in the table
   --micro             micro benchmarks (tinybench)
+  --in-process        the gateway's own work per chat call: its dispatcher driven in memory, no network (rounds, round-seconds apply)
   --cluster           the cluster backend: a node on PostgreSQL + Redis beside one on LMDB, limits off and on (rounds, round-seconds, connections apply)
   --runtimes          Tollgate on Node + uWS, Node + node:http and Bun + node:http: CPU per call, req/s, worker RSS (rounds, round-seconds, warmup, connections apply)`;
 
@@ -37,7 +38,7 @@ export interface Options {
   rounds: number; roundSeconds: number; only?: Set<string>;
   live: ScenarioOptions['live']; memory: { streams: number; chunks: number; gapMs: number };
   gatewayCpus?: string; clientCpus?: string; target?: string; key?: string; model?: string;
-  memoryOnly: boolean; soak: boolean; requests: number; maxSeconds: number; micro: boolean; profile: boolean; cluster: boolean; runtimes: boolean;
+  memoryOnly: boolean; soak: boolean; requests: number; maxSeconds: number; micro: boolean; inProcess: boolean; profile: boolean; cluster: boolean; runtimes: boolean;
   /** set from --profile: where Tollgate's processes write their profiles */
   profileDir?: string;
 }
@@ -59,7 +60,7 @@ export function parseOptions(argv: string[]): Options {
       rounds: { type: 'string' }, 'round-seconds': { type: 'string' },
       'ttfb-requests': { type: 'string' }, chunks: { type: 'string' }, 'gateway-cpus': { type: 'string' }, 'client-cpus': { type: 'string' },
       target: { type: 'string' }, key: { type: 'string' }, model: { type: 'string' },
-      soak: { type: 'boolean' }, requests: { type: 'string' }, 'max-seconds': { type: 'string' }, micro: { type: 'boolean' }, profile: { type: 'boolean' },
+      soak: { type: 'boolean' }, requests: { type: 'string' }, 'max-seconds': { type: 'string' }, micro: { type: 'boolean' }, 'in-process': { type: 'boolean' }, profile: { type: 'boolean' },
       cluster: { type: 'boolean' }, runtimes: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -92,6 +93,7 @@ export function parseOptions(argv: string[]): Options {
     requests: Math.round(positive('requests', values.requests, 1_000_000)),
     maxSeconds: positive('max-seconds', values['max-seconds'], 3600),
     micro: values.micro === true,
+    inProcess: values['in-process'] === true,
     cluster: values.cluster === true,
     runtimes: values.runtimes === true,
     profile: values.profile === true,

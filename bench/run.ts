@@ -3,6 +3,7 @@
 //   --target URL --key KEY [--model M]   the same scenarios against any OpenAI-compatible endpoint
 //   --soak [--requests N]                N mixed requests through Tollgate, worker RSS watched
 //   --micro                              tinybench micro benchmarks (bench/micro.ts)
+//   --in-process                         the gateway's own work per chat call, no network (bench/in-process.ts)
 //   --cluster                            one node on PostgreSQL + Redis beside one on LMDB (bench/cluster.ts)
 //   --runtimes                           Node + uWS, Node + node:http and Bun + node:http (bench/runtimes.ts)
 import { mkdirSync, readFileSync } from 'node:fs';
@@ -16,6 +17,7 @@ import {
 } from './report';
 import { commandLine, parseOptions, type Options } from './options';
 import { runMicro } from './micro';
+import { runInProcessChild } from './in-process';
 import { runCluster } from './cluster';
 import { runRuntimes } from './runtimes';
 import { summarizeProfiles } from './profile';
@@ -321,6 +323,10 @@ async function main(): Promise<void> {
   const options = parseOptions(argv);
   if (options.micro) {
     await runMicro();
+    return;
+  }
+  if (options.inProcess) {
+    runInProcessChild({ seconds: options.roundSeconds, rounds: Math.max(1, options.rounds), gatewayCpus: options.gatewayCpus });
     return;
   }
   if (options.cluster) {

@@ -1,0 +1,239 @@
+// The gateway's own work per model call, without a network: a real gateway (LMDB in a temp dir,
+// ledger, access log, metrics) whose chat calls come through its dispatcher from an in-memory
+// Exchange, and whose OpenAI provider answers with the fast mock's recorded bytes at once. What is
+// left out is what the pass-through does too (uWS, undici, the kernel), so this isolates Tollgate's
+// own JavaScript, and on a noisy machine its figure moves by a few percent where the load scenarios'
+// move by tens: a change of 1 µs shows here. It runs hot (the same few calls over and over), so a
+// saving here is smaller than the same saving under load, never larger.
+// `npm run bench -- --in-process [--round-seconds S] [--rounds N]`.
+import { spawnSync } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../src/config';
+import type { Exchange, Headers } from '../src/http';
+import { createLogger } from '../src/log';
+import { startGateway } from '../src/main';
+import { workerV8Flags } from '../src/supervisor';
+import { AccessLog } from '../src/ops/access-log';
+import type { UpstreamAnswer } from '../src/providers/types';
+import { createDispatcher } from '../src/routes';
+import type { BodySource } from '../src/upstream/upstream-call';
+import { startFastMock, type FastMock } from './fast-mock';
+import { chatBody } from './load';
+import { choosePlacement } from './processes';
+import { describeMachine, RESULTS_DIR } from './report';
+import { BENCH_MODEL } from './targets';
+
+/** calls dispatched together, as the load scenarios' 50 connections keep 50 in flight */
+const CONCURRENT = 50;
+
+/** An answer's bytes as the upstream call hands them over: data, then end, on a later turn. */
+class RecordedBody extends EventEmitter implements BodySource {
+  pause(): void { /* nothing to pause: the bytes are in memory */ }
+  resume(): void { /* idem */ }
+  destroy(): void { this.removeAllListeners(); }
+}
+
+/** The front's side of one call, in memory: the request's headers and body, the answer counted. */
+class MemoryExchange implements Exchange {
+  readonly method = 'POST';
+  readonly path = '/v1/chat/completions';
+  readonly remoteAddress = '127.0.0.1';
+  bodyLimit = 0;
+  aborted = false;
+  finished = false;
+  status = 0;
+  model = '';
+  answered = 0;
+
+  constructor(private readonly headers: Headers, private readonly raw: Buffer, private readonly done: (exchange: MemoryExchange) => void) {}
+
+  get query(): URLSearchParams { return new URLSearchParams(); }
+  header(name: string): string | undefined { return this.headers[name]; }
+  body(): Promise<Buffer> { return Promise.resolve(this.raw); }
+  onAbort(): void { /* the client never leaves */ }
+  respond(status: number, _headers: Headers, body: string | Buffer): void {
+    this.status = status;
+    this.answered += Buffer.byteLength(body);
+    this.finish();
+  }
+  startStream(status: number): void { this.status = status; }
+  write(chunk: string | Buffer): boolean { this.answered += Buffer.byteLength(chunk); return true; }
+  onWritable(listener: () => void): void { listener(); }
+  end(...chunks: Array<string | Buffer>): void {
+    for (const chunk of chunks) this.answered += Buffer.byteLength(chunk);
+    this.finish();
+  }
+  private finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.done(this);
+  }
+}
+
+export interface InProcessRow {
+  scenario: string;
+  /** median µs per call of the main thread (the gateway's JavaScript) and of the whole process (its threads too) */
+  mainThread: number;
+  process: number;
+  rounds: number[];
+  calls: number;
+}
+
+/** CPU seconds of the calling thread (the main thread: all JavaScript runs there), from /proc (ticks of 10 ms). */
+function threadCpuSeconds(): number {
+  const stat = readFileSync('/proc/thread-self/stat', 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+const median = (values: number[]) => [...values].sort((left, right) => left - right)[Math.floor(values.length / 2)];
+
+/**
+ * One scenario on a fresh gateway: its usage rows grow the store by ~300 bytes a call, and a store
+ * grown by millions of calls costs page faults that would count against the next scenario.
+ */
+async function runScenario(stream: boolean, seconds: number, roundCount: number, answers: FastMock['answers']): Promise<Omit<InProcessRow, 'scenario'>> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-in-process-'));
+  const config = loadConfig({
+    raw: {
+      listen: { host: '127.0.0.1', port: 0 }, workers: 1, dataDir, groups: { default: { ratio: 1 } },
+      models: [{ id: BENCH_MODEL, price: { input: 0.15, output: 0.6 } }],
+      // never dialled: the provider's chat call is replaced below
+      channels: [{ name: 'mock', type: 'openai', base_url: 'http://127.0.0.1:9', keys: ['k'], models: [BENCH_MODEL] }],
+    },
+    env: { TOLLGATE_DATA_DIR: dataDir, TOLLGATE_FRONT: 'node' },
+  });
+  // the access lines go to a file, as the gateway's go to its stdout
+  const accessFd = openSync(join(dataDir, 'access.log'), 'a', 0o600);
+  const accessOutput = new AccessLog({ level: 'info', fd: accessFd });
+  const gateway = await startGateway(config, { log: createLogger('error'), accessLog: accessOutput });
+  try {
+    const { context } = gateway;
+    const adminToken = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
+    const base = `http://127.0.0.1:${gateway.port}`;
+    const post = async (path: string, body: unknown) => {
+      const response = await fetch(base + path, { method: 'POST', headers: { authorization: adminToken, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const parsed = await response.json() as { data?: Record<string, unknown> };
+      if (!response.ok || !parsed.data) throw new Error(`POST ${path} answered ${response.status}`);
+      return parsed.data;
+    };
+    const token = await post('/api/token/', { name: 'in-process', unlimited_quota: true });
+    const key = String((await post(`/api/token/${String(token.id)}/key`, {})).key);
+    const admin = await context.store.accounts.find('admin');
+    if (admin === undefined || typeof await context.store.accounts.topUp(admin.id, 1e15) !== 'object') throw new Error('the admin account could not be topped up');
+
+    const provider = context.providers.get('openai')!;
+    // the answer comes on a later turn, as a real upstream's does: calls overlap as under load
+    provider.chatCompletions = () => new Promise<UpstreamAnswer>((resolve) => setImmediate(() => {
+      const body = new RecordedBody();
+      if (!stream) { resolve({ status: 200, contentType: answers.plain.contentType, body, bytes: answers.plain.bytes }); return; }
+      resolve({ status: 200, contentType: answers.stream.contentType, body });
+      setImmediate(() => { body.emit('data', answers.stream.bytes); body.emit('end'); });
+    }));
+    const dispatch = createDispatcher(context);
+    const raw = Buffer.from(chatBody(BENCH_MODEL, stream));
+    const headers: Headers = { host: '127.0.0.1', authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': String(raw.length) };
+    /** keeps CONCURRENT calls in flight (a new one starts as one ends) for `milliseconds` */
+    const measure = (milliseconds: number) => new Promise<{ mainThread: number; process: number; calls: number }>((resolve, reject) => {
+      const thread = threadCpuSeconds();
+      const whole = process.cpuUsage();
+      const until = Date.now() + milliseconds;
+      let calls = 0;
+      let inFlight = 0;
+      let failed = false;
+      const start = () => {
+        inFlight += 1;
+        dispatch(new MemoryExchange(headers, raw, ended));
+      };
+      const ended = (exchange: MemoryExchange) => {
+        inFlight -= 1;
+        calls += 1;
+        if (exchange.status !== 200 || exchange.answered === 0) {
+          if (!failed) reject(new Error(`a call answered ${exchange.status}`));
+          failed = true;
+        }
+        if (failed) return;
+        if (Date.now() < until) { start(); return; }
+        if (inFlight > 0) return;
+        const used = process.cpuUsage(whole);
+        resolve({ mainThread: (threadCpuSeconds() - thread) * 1e6 / calls, process: (used.user + used.system) / calls, calls });
+      };
+      for (let index = 0; index < CONCURRENT; index += 1) start();
+    });
+    await measure(2000);
+    const rounds: Array<{ mainThread: number; process: number }> = [];
+    let calls = 0;
+    for (let round = 0; round < roundCount; round += 1) {
+      const result = await measure(seconds * 1000);
+      rounds.push(result);
+      calls += result.calls;
+    }
+    await context.ledger.flush();
+    return {
+      mainThread: median(rounds.map((round) => round.mainThread)), process: median(rounds.map((round) => round.process)),
+      rounds: rounds.map((round) => round.mainThread), calls,
+    };
+  } finally {
+    await gateway.shutdown(1000);
+    await accessOutput.flush();
+    closeSync(accessFd);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+export async function runInProcess(options: { seconds?: number; rounds?: number } = {}): Promise<InProcessRow[]> {
+  const mock = await startFastMock({ model: BENCH_MODEL });
+  const answers = mock.answers;
+  mock.close();
+  const rows: InProcessRow[] = [];
+  for (const [scenario, stream] of [['non-stream', false], ['stream in one chunk', true]] as const) {
+    rows.push({ scenario, ...await runScenario(stream, options.seconds ?? 2, options.rounds ?? 7, answers) });
+  }
+  return rows;
+}
+
+export function renderInProcess(rows: InProcessRow[]): string {
+  const machine = describeMachine();
+  const lines = [
+    '# Tollgate in process: the gateway\'s own work per chat call', '',
+    `- Run: ${new Date().toISOString()}, commit ${machine.commit}`,
+    `- Machine: ${machine.cpu}, ${machine.cores} cores, Node ${machine.node}`,
+    '- Command: `npm run bench -- --in-process` (the worker\'s V8 flags; CPU per call from /proc and process.cpuUsage: the main thread, and the whole process with its threads; medians of the rounds)', '',
+    '| scenario | main thread, µs per call | whole process | main thread, each round | calls |', '|---|---:|---:|---|---:|',
+  ];
+  for (const row of rows) {
+    lines.push(`| ${row.scenario} | ${row.mainThread.toFixed(2)} | ${row.process.toFixed(2)} | ${row.rounds.map((value) => value.toFixed(2)).join(', ')} | ${row.calls.toLocaleString('en-US')} |`);
+  }
+  return lines.join('\n');
+}
+
+/**
+ * Runs this file in a child with the V8 flags a worker gets (without them V8's allocation-site
+ * pretenuring moves the streams' short-lived objects to the old generation, and the figure measures
+ * mark-compacts a worker never does), on the gateway's cores when taskset is there.
+ */
+export function runInProcessChild(options: { seconds: number; rounds: number; gatewayCpus?: string }): void {
+  const placement = choosePlacement({ gatewayCpus: options.gatewayCpus });
+  const node = [...workerV8Flags(), __filename, '--seconds', String(options.seconds), '--rounds', String(options.rounds)];
+  const [command, args] = placement.pinned ? ['taskset', ['-c', placement.gatewayCpus, process.execPath, ...node]] : [process.execPath, node];
+  const result = spawnSync(command, args as string[], { stdio: 'inherit' });
+  if (result.status !== 0) throw new Error(`the in-process bench exited with ${result.status ?? result.signal}`);
+}
+
+if (require.main === module) {
+  const { values } = parseArgs({ options: { seconds: { type: 'string' }, rounds: { type: 'string' } } });
+  runInProcess({ seconds: values.seconds ? Number(values.seconds) : undefined, rounds: values.rounds ? Number(values.rounds) : undefined })
+    .then((rows) => {
+      const markdown = renderInProcess(rows);
+      process.stdout.write(`${markdown}\n`);
+      writeFileSync(join(RESULTS_DIR, 'latest-in-process.md'), `${markdown}\n`);
+      process.exit(0);
+    }, (error: unknown) => {
+      process.stderr.write(`in-process: ${(error as Error).stack ?? String(error)}\n`);
+      process.exit(1);
+    });
+}
