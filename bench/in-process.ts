@@ -80,7 +80,19 @@ export interface InProcessRow {
   mainThread: number;
   process: number;
   rounds: number[];
+  /** calls measured (the rounds) */
   calls: number;
+  /** every call made, warm-up included, and the usage records and quota the store holds for them */
+  billed: { calls: number; records: number; quota: number };
+}
+
+export interface InProcessOptions {
+  /** seconds per round (default 2) */
+  seconds?: number;
+  /** rounds per scenario (default 7) */
+  rounds?: number;
+  /** seconds of calls before the rounds (default 2) */
+  warmupSeconds?: number;
 }
 
 /** CPU seconds of the calling thread (the main thread: all JavaScript runs there), from /proc (ticks of 10 ms). */
@@ -96,7 +108,7 @@ const median = (values: number[]) => [...values].sort((left, right) => left - ri
  * One scenario on a fresh gateway: its usage rows grow the store by ~300 bytes a call, and a store
  * grown by millions of calls costs page faults that would count against the next scenario.
  */
-async function runScenario(stream: boolean, seconds: number, roundCount: number, answers: FastMock['answers']): Promise<Omit<InProcessRow, 'scenario'>> {
+async function runScenario(stream: boolean, options: Required<InProcessOptions>, answers: FastMock['answers']): Promise<Omit<InProcessRow, 'scenario'>> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-in-process-'));
   const config = loadConfig({
     raw: {
@@ -124,7 +136,8 @@ async function runScenario(stream: boolean, seconds: number, roundCount: number,
     const token = await post('/api/token/', { name: 'in-process', unlimited_quota: true });
     const key = String((await post(`/api/token/${String(token.id)}/key`, {})).key);
     const admin = await context.store.accounts.find('admin');
-    if (admin === undefined || typeof await context.store.accounts.topUp(admin.id, 1e15) !== 'object') throw new Error('the admin account could not be topped up');
+    const toppedUp = admin === undefined ? undefined : await context.store.accounts.topUp(admin.id, 1e15);
+    if (admin === undefined || typeof toppedUp !== 'object') throw new Error('the admin account could not be topped up');
 
     const provider = context.providers.get('openai')!;
     // the answer comes on a later turn, as a real upstream's does: calls overlap as under load
@@ -164,18 +177,29 @@ async function runScenario(stream: boolean, seconds: number, roundCount: number,
       };
       for (let index = 0; index < CONCURRENT; index += 1) start();
     });
-    await measure(2000);
+    let made = (await measure(options.warmupSeconds * 1000)).calls;
     const rounds: Array<{ mainThread: number; process: number }> = [];
     let calls = 0;
-    for (let round = 0; round < roundCount; round += 1) {
-      const result = await measure(seconds * 1000);
+    for (let round = 0; round < options.rounds; round += 1) {
+      const result = await measure(options.seconds * 1000);
       rounds.push(result);
       calls += result.calls;
     }
+    made += calls;
+    // The figure is for whole, billed calls: every call left its usage record, and the money adds up.
+    // A stream's answer ends before its call is settled (the bill follows the end): wait for the last.
+    while (context.ops.metrics.inFlight > 0) await new Promise((resolve) => setImmediate(resolve));
     await context.ledger.flush();
+    const billed = await context.store.usage.sumForKey(admin.id, Number(token.id));
+    const account = await context.store.accounts.get(admin.id);
+    const keyAfter = await context.store.keys.get(admin.id, Number(token.id));
+    const decrease = toppedUp.balance - (account?.balance ?? Number.NaN);
+    if (billed.count !== made || billed.quota <= 0 || keyAfter?.used_quota !== billed.quota || decrease !== billed.quota) {
+      throw new Error(`${made} calls made, but ${billed.count} usage records of ${billed.quota} quota, key used_quota ${keyAfter?.used_quota}, balance down ${decrease}`);
+    }
     return {
       mainThread: median(rounds.map((round) => round.mainThread)), process: median(rounds.map((round) => round.process)),
-      rounds: rounds.map((round) => round.mainThread), calls,
+      rounds: rounds.map((round) => round.mainThread), calls, billed: { calls: made, records: billed.count, quota: billed.quota },
     };
   } finally {
     await gateway.shutdown(1000);
@@ -185,13 +209,14 @@ async function runScenario(stream: boolean, seconds: number, roundCount: number,
   }
 }
 
-export async function runInProcess(options: { seconds?: number; rounds?: number } = {}): Promise<InProcessRow[]> {
+export async function runInProcess(options: InProcessOptions = {}): Promise<InProcessRow[]> {
+  const settings: Required<InProcessOptions> = { seconds: options.seconds ?? 2, rounds: options.rounds ?? 7, warmupSeconds: options.warmupSeconds ?? 2 };
   const mock = await startFastMock({ model: BENCH_MODEL });
   const answers = mock.answers;
   mock.close();
   const rows: InProcessRow[] = [];
   for (const [scenario, stream] of [['non-stream', false], ['stream in one chunk', true]] as const) {
-    rows.push({ scenario, ...await runScenario(stream, options.seconds ?? 2, options.rounds ?? 7, answers) });
+    rows.push({ scenario, ...await runScenario(stream, settings, answers) });
   }
   return rows;
 }
@@ -203,10 +228,10 @@ export function renderInProcess(rows: InProcessRow[]): string {
     `- Run: ${new Date().toISOString()}, commit ${machine.commit}`,
     `- Machine: ${machine.cpu}, ${machine.cores} cores, Node ${machine.node}`,
     '- Command: `npm run bench -- --in-process` (the worker\'s V8 flags; CPU per call from /proc and process.cpuUsage: the main thread, and the whole process with its threads; medians of the rounds)', '',
-    '| scenario | main thread, µs per call | whole process | main thread, each round | calls |', '|---|---:|---:|---|---:|',
+    '| scenario | main thread, µs per call | whole process | main thread, each round | calls measured | calls billed (warm-up included) |', '|---|---:|---:|---|---:|---:|',
   ];
   for (const row of rows) {
-    lines.push(`| ${row.scenario} | ${row.mainThread.toFixed(2)} | ${row.process.toFixed(2)} | ${row.rounds.map((value) => value.toFixed(2)).join(', ')} | ${row.calls.toLocaleString('en-US')} |`);
+    lines.push(`| ${row.scenario} | ${row.mainThread.toFixed(2)} | ${row.process.toFixed(2)} | ${row.rounds.map((value) => value.toFixed(2)).join(', ')} | ${row.calls.toLocaleString('en-US')} | ${row.billed.records.toLocaleString('en-US')} of ${row.billed.calls.toLocaleString('en-US')}, ${row.billed.quota.toLocaleString('en-US')} quota |`);
   }
   return lines.join('\n');
 }
