@@ -1,10 +1,10 @@
 // The gateway's own work per model call, without a network: a real gateway (LMDB in a temp dir,
 // ledger, access log, metrics) whose chat calls come through its dispatcher from an in-memory
-// Exchange, and whose OpenAI provider answers with the fast mock's recorded bytes at once. What is
-// left out is what the pass-through does too (uWS, undici, the kernel), so this isolates Tollgate's
-// own JavaScript, and on a noisy machine its figure moves by a few percent where the load scenarios'
-// move by tens: a change of 1 µs shows here. It runs hot (the same few calls over and over), so a
-// saving here is smaller than the same saving under load, never larger.
+// Exchange, and whose OpenAI provider answers with the fast mock's recorded bytes on a later turn.
+// What is left out is what the pass-through does too (uWS, undici, the kernel), so this isolates
+// Tollgate's own JavaScript above its front, and on a noisy machine its rounds mostly agree within
+// 5-10% where the load scenarios' spread by tens of percent: a change of ~1 µs shows here. It runs
+// hot (the same calls over and over); under load the same work costs more (bench/README.md).
 // `npm run bench -- --in-process [--round-seconds S] [--rounds N]`.
 import { spawnSync } from 'node:child_process';
 import { EventEmitter } from 'node:events';
@@ -243,9 +243,9 @@ export function renderInProcess(rows: InProcessRow[]): string {
  */
 export function runInProcessChild(options: { seconds: number; rounds: number; gatewayCpus?: string }): void {
   const placement = choosePlacement({ gatewayCpus: options.gatewayCpus });
-  const node = [...workerV8Flags(), __filename, '--seconds', String(options.seconds), '--rounds', String(options.rounds)];
-  const [command, args] = placement.pinned ? ['taskset', ['-c', placement.gatewayCpus, process.execPath, ...node]] : [process.execPath, node];
-  const result = spawnSync(command, args as string[], { stdio: 'inherit' });
+  const node = [process.execPath, ...workerV8Flags(), __filename, '--seconds', String(options.seconds), '--rounds', String(options.rounds)];
+  const command = placement.pinned ? ['taskset', '-c', placement.gatewayCpus, ...node] : node;
+  const result = spawnSync(command[0], command.slice(1), { stdio: 'inherit' });
   if (result.status !== 0) throw new Error(`the in-process bench exited with ${result.status ?? result.signal}`);
 }
 
