@@ -13,9 +13,9 @@ import { CompletionTextSample } from './completion-text';
 import { isObject, type JsonObject } from './json-value';
 import {
   eventStartBefore, scanResult,
-  HAS_CALLS, MAY_BE_TERMINAL, QUOTE, endsWithDone, eventData, holdsDone, lastEventEnd, matchesAt, nextEventEnd, readStringValue,
-  scanUnderscores, valueAfterKey,
+  HAS_CALLS, MAY_BE_TERMINAL, endsWithDone, eventData, holdsDone, lastEventEnd, nextEventEnd, scanUnderscores,
 } from './openai-stream-scan';
+import { StreamIdentity } from './openai-stream-identity';
 import { canonicalUsage, normalizeUsage, type Usage } from './openai-usage';
 import { MAX_EVENT_BYTES } from './sse';
 
@@ -51,23 +51,12 @@ export interface FinishOptions {
  * for it; past it an event costs a counter, nothing more.
  */
 export const DEFAULT_MAX_TEXT_BYTES = 4 * 1024;
-/** A stream that starts with comments may show its id late; stop looking after this many pushes. */
-const IDENTITY_SCAN_PUSHES = 8;
 
 const LINE_FEED = 10;
 const CARRIAGE_RETURN = 13;
 const DONE_EVENT = 'data: [DONE]\n\n';
 /** finish reasons when the upstream sent none */
 const NO_REASON: readonly [number, string][] = [[0, 'stop']];
-/** searched for as bytes (a string needle is encoded again on every search) */
-const ID_KEY = Buffer.from('"id"');
-const CREATED_KEY = Buffer.from('"created"');
-const FINGERPRINT_KEY = Buffer.from('"system_fingerprint"');
-/** The start of a first event in OpenAI's own layout, in its order (see identityInPlace) */
-const EVENT_HEAD = Buffer.from('data: {"id":"');
-const AFTER_ID = Buffer.from('","object":"chat.completion.chunk","created":');
-const MODEL_MEMBER = Buffer.from(',"model":"');
-const FINGERPRINT_MEMBER = Buffer.from('","system_fingerprint":"');
 
 /**
  * The terminal events OpenAI and most compatible servers send, matched whole: top-level members with
@@ -101,10 +90,8 @@ export class OpenAIStreamTail {
   private done = false;
   private sawDone = false;
   private forwardedAny = false;
-  private id: string | undefined;
-  private created: number | undefined;
-  private systemFingerprint: string | undefined;
-  private identityScans = 0;
+  /** id, created and system_fingerprint, which the rewritten tail repeats */
+  private readonly identity = new StreamIdentity();
   private upstreamUsage: Usage | undefined;
   /** the upstream's own text of upstreamUsage when canonicalUsage read it */
   private upstreamUsageText: string | undefined;
@@ -152,7 +139,7 @@ export class OpenAIStreamTail {
     }
     if (completeEnd < buffer.length) this.holdBack(buffer.subarray(completeEnd));
     if (completeEnd === 0) return null;
-    if (this.id === undefined && this.identityScans < IDENTITY_SCAN_PUSHES) this.scanIdentity(buffer, completeEnd);
+    if (this.identity.id === undefined) this.identity.scan(buffer, completeEnd);
 
     let output: Buffer | null;
     const flags = scanUnderscores(buffer, 0, completeEnd);
@@ -214,13 +201,14 @@ export class OpenAIStreamTail {
       reasons = reasons.map(([index]) => [index, 'length'] as [number, string]);
       this.lastFinishReason = 'length';
     }
-    const id = this.id ?? `chatcmpl-${randomBytes(12).toString('hex')}`;
-    const created = this.created ?? Math.floor(Date.now() / 1000);
+    const { systemFingerprint } = this.identity;
+    const id = this.identity.id ?? `chatcmpl-${randomBytes(12).toString('hex')}`;
+    const created = this.identity.created ?? Math.floor(Date.now() / 1000);
     // Written out rather than JSON.stringify of a built object (half the cost): only the strings and
     // the usage object go through JSON.stringify, the usage only when the upstream's own text of it
     // cannot be re-emitted (see canonicalUsage). Members in the order OpenAI sends them.
     const head = `data: {"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(this.model)},"choices":[{"index":`;
-    const fingerprint = this.systemFingerprint === undefined ? '' : `,"system_fingerprint":${JSON.stringify(this.systemFingerprint)}`;
+    const fingerprint = systemFingerprint === undefined ? '' : `,"system_fingerprint":${JSON.stringify(systemFingerprint)}`;
     const usageText = this.upstreamUsageText ?? JSON.stringify(usage);
     let tail = '';
     for (let index = 0; index < reasons.length; index += 1) {
@@ -322,8 +310,9 @@ export class OpenAIStreamTail {
       return '';
     }
     // the identity comes from the first event; a terminal event that would still set it is parsed
-    if (this.id !== undefined && this.created !== undefined
-      && (this.systemFingerprint !== undefined || !data.includes('"system_fingerprint":"'))) {
+    const identity = this.identity;
+    if (identity.id !== undefined && identity.created !== undefined
+      && (identity.systemFingerprint !== undefined || !data.includes('"system_fingerprint":"'))) {
       const handled = this.plainTerminal(data);
       if (handled !== undefined) return handled;
     }
@@ -349,11 +338,7 @@ export class OpenAIStreamTail {
       this.upstreamUsage = usage;
       this.upstreamUsageText = undefined;
     }
-    if (this.id === undefined && typeof chunk.id === 'string') this.id = chunk.id;
-    if (this.created === undefined && typeof chunk.created === 'number') this.created = chunk.created;
-    if (this.systemFingerprint === undefined && typeof chunk.system_fingerprint === 'string') {
-      this.systemFingerprint = chunk.system_fingerprint;
-    }
+    identity.fillFrom(chunk);
     // content must never be lost: what the terminal chunk carried goes on, unfinished
     const carrying = choices.filter(hasDeltaContent);
     if (carrying.length === 0) return '';
@@ -387,66 +372,6 @@ export class OpenAIStreamTail {
       this.upstreamUsageText = canonical ? usageText : undefined;
     }
     return '';   // the delta is empty by the pattern: nothing to carry on
-  }
-
-  /** id, created and system_fingerprint of the first event, read off its bytes. */
-  private scanIdentity(whole: Buffer, completeEnd: number): void {
-    this.identityScans += 1;
-    if (this.identityInPlace(whole, completeEnd)) return;
-    const idKey = whole.indexOf(ID_KEY);
-    if (idKey === -1 || idKey >= completeEnd) return;
-    // the rest is looked for in the event holding the id only: a whole stream in one chunk is not
-    // searched to its end for a fingerprint it may not have
-    const eventEnd = nextEventEnd(whole, idKey, completeEnd);
-    const end = eventEnd === -1 ? completeEnd : eventEnd;
-    const buffer = end === whole.length ? whole : whole.subarray(0, end);
-    const id = readStringValue(buffer, idKey + 4, end);
-    if (id === undefined) return;
-    this.id = id;
-    const createdKey = buffer.indexOf(CREATED_KEY);
-    if (createdKey !== -1 && createdKey < end) {
-      let position = valueAfterKey(buffer, createdKey + 9, end);
-      let created = 0;
-      let digits = 0;
-      while (position !== -1 && position < end && buffer[position] >= 48 && buffer[position] <= 57 && digits < 12) {
-        created = created * 10 + buffer[position] - 48;
-        position += 1;
-        digits += 1;
-      }
-      if (digits > 0) this.created = created;
-    }
-    const fingerprintKey = buffer.indexOf(FINGERPRINT_KEY);
-    if (fingerprintKey !== -1 && fingerprintKey < end) this.systemFingerprint = readStringValue(buffer, fingerprintKey + 20, end);
-  }
-
-  /**
-   * The identity of a first event in OpenAI's own layout (`data: {"id":…,"object":…,"created":…,
-   * "model":…,"system_fingerprint":…`), read by position: byte compares and single-byte searches
-   * instead of scanIdentity's three key searches. It
-   * finds what they would find: each key is the first of its kind in the event. Any other layout
-   * (spaces, another order, no fingerprint there, a quote in a value) returns false and is searched.
-   */
-  private identityInPlace(buffer: Buffer, end: number): boolean {
-    if (!matchesAt(buffer, 0, EVENT_HEAD)) return false;
-    const idEnd = buffer.indexOf(QUOTE, EVENT_HEAD.length);
-    if (idEnd === -1 || !matchesAt(buffer, idEnd, AFTER_ID)) return false;
-    const digits = idEnd + AFTER_ID.length;
-    let position = digits;
-    let created = 0;
-    while (position - digits < 12 && buffer[position] >= 48 && buffer[position] <= 57) {
-      created = created * 10 + buffer[position] - 48;
-      position += 1;
-    }
-    if (position === digits || !matchesAt(buffer, position, MODEL_MEMBER)) return false;
-    const modelEnd = buffer.indexOf(QUOTE, position + MODEL_MEMBER.length);
-    if (modelEnd === -1 || !matchesAt(buffer, modelEnd, FINGERPRINT_MEMBER)) return false;
-    const fingerprint = modelEnd + FINGERPRINT_MEMBER.length;
-    const fingerprintEnd = buffer.indexOf(QUOTE, fingerprint);
-    if (fingerprintEnd === -1 || fingerprintEnd >= end) return false;
-    this.id = buffer.toString('utf8', EVENT_HEAD.length, idEnd);
-    this.created = created;
-    this.systemFingerprint = buffer.toString('utf8', fingerprint, fingerprintEnd);
-    return true;
   }
 
   /** Forwarded bytes for the local count; none are copied once the upstream reported usage (usage() answers it). */

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { OpenAIStreamTail } from '../../src/formats/openai-stream-tail';
+import { StreamIdentity } from '../../src/formats/openai-stream-identity';
 import { canonicalUsage, normalizeUsage, parseUsageFromChatResponse, type Usage } from '../../src/formats/openai-usage';
 import { SseDecoder } from '../../src/formats/sse';
 import { countTokens } from '../../src/billing/tokens';
@@ -322,9 +323,9 @@ test('terminal events in the common layout are read without parsing the event, w
 
 test('the first event in OpenAI\'s layout gives its identity by position; any other layout is searched, with the same values', () => {
   const hits: number[] = [];
-  const prototype = OpenAIStreamTail.prototype as unknown as { identityInPlace(buffer: Buffer, end: number): boolean };
-  const original = prototype.identityInPlace;
-  prototype.identityInPlace = function counted(this: unknown, buffer: Buffer, end: number) {
+  const prototype = StreamIdentity.prototype as unknown as { inPlace(buffer: Buffer, end: number): boolean };
+  const original = prototype.inPlace;
+  prototype.inPlace = function counted(this: unknown, buffer: Buffer, end: number) {
     const found = original.call(this, buffer, end);
     if (found) hits.push(1);
     return found;
@@ -354,7 +355,7 @@ test('the first event in OpenAI\'s layout gives its identity by position; any ot
     assert.deepEqual(identity(bare), ['chatcmpl-up1', CREATED, undefined]);
     assert.equal(hits.length, 0);
   } finally {
-    prototype.identityInPlace = original;
+    prototype.inPlace = original;
   }
 });
 
