@@ -70,8 +70,17 @@ export const CLI = join(REPO_ROOT, 'dist', 'src', 'cli.js');
 /** The Bun binary of the @oven/bun-linux-x64 dev dependency (what `npm run test:bun` runs the suite with). */
 export const BUN_BINARY = join(REPO_ROOT, 'node_modules', '@oven', 'bun-linux-x64', 'bin', 'bun');
 
+/** Temp dirs made through tempDir(), removed when the test process exits, whatever its tests did. */
+const madeDirs: string[] = [];
+process.on('exit', () => {
+  for (const dir of madeDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh directory under the system's temp dir (mode 0700), removed when the test process exits. */
 export function tempDir(prefix = 'tollgate-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  madeDirs.push(dir);
+  return dir;
 }
 
 export interface TestGateway {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, EMBEDDED_CONFIG, loadConfig, redacted } from '../../src/config';
@@ -65,9 +65,14 @@ test('model flags and environment overrides are read', () => {
 });
 
 test('a config file that is not JSON names the file', () => {
-  const path = join(mkdtempSync(join(tmpdir(), 'tollgate-config-')), 'config.json');
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-config-'));
+  const path = join(dir, 'config.json');
   writeFileSync(path, '{ "models": [');
-  assert.throws(() => loadConfig({ path, env }), (error: unknown) => error instanceof ConfigError && error.message.includes(`config file ${path} is not valid JSON`));
+  try {
+    assert.throws(() => loadConfig({ path, env }), (error: unknown) => error instanceof ConfigError && error.message.includes(`config file ${path} is not valid JSON`));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('an unknown field anywhere is refused by name (a typo never leaves a default silently in place)', () => {
