@@ -1,7 +1,7 @@
 // Test harness: a real gateway on port 0 with a temp data dir (in-process), or the real CLI as a
 // supervisor with worker processes. Only loopback.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -70,17 +70,33 @@ export const CLI = join(REPO_ROOT, 'dist', 'src', 'cli.js');
 /** The Bun binary of the @oven/bun-linux-x64 dev dependency (what `npm run test:bun` runs the suite with). */
 export const BUN_BINARY = join(REPO_ROOT, 'node_modules', '@oven', 'bun-linux-x64', 'bin', 'bun');
 
-/** Temp dirs made through tempDir(), removed when the test process exits, whatever its tests did. */
-const madeDirs: string[] = [];
-process.on('exit', () => {
-  for (const dir of madeDirs) rmSync(dir, { recursive: true, force: true });
-});
+/**
+ * Temp dirs made through tempDir() live under one dir per test process, removed when the process
+ * exits. A process killed instead of exiting (Bun's parallel runner ends its workers so) leaves its
+ * dir behind: each test process removes, as it starts, the dirs of processes that no longer run.
+ */
+const RUN_DIR_PREFIX = 'tollgate-run-';
 
-/** A fresh directory under the system's temp dir (mode 0700), removed when the test process exits. */
+function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+for (const name of readdirSync(tmpdir())) {
+  if (!name.startsWith(RUN_DIR_PREFIX)) continue;
+  const pid = Number(name.slice(RUN_DIR_PREFIX.length).split('-')[0]);
+  if (Number.isSafeInteger(pid) && pid > 0 && !processRuns(pid)) rmSync(join(tmpdir(), name), { recursive: true, force: true });
+}
+const runDir = mkdtempSync(join(tmpdir(), `${RUN_DIR_PREFIX}${process.pid}-`));
+process.on('exit', () => rmSync(runDir, { recursive: true, force: true }));
+
+/** A fresh directory (mode 0700) in this test process's own temp dir, removed with it. */
 export function tempDir(prefix = 'tollgate-test-'): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  madeDirs.push(dir);
-  return dir;
+  return mkdtempSync(join(runDir, prefix));
 }
 
 export interface TestGateway {
