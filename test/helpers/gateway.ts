@@ -71,9 +71,10 @@ export const CLI = join(REPO_ROOT, 'dist', 'src', 'cli.js');
 export const BUN_BINARY = join(REPO_ROOT, 'node_modules', '@oven', 'bun-linux-x64', 'bin', 'bun');
 
 /**
- * Temp dirs made through tempDir() live under one dir per test process, removed when the process
- * exits. A process killed instead of exiting (Bun's parallel runner ends its workers so) leaves its
- * dir behind: each test process removes, as it starts, the dirs of processes that no longer run.
+ * Temp dirs made through tempDir() live under one dir per test file's process, removed when the
+ * process exits. Bun's parallel runner runs several files in one worker, loading this module again
+ * for each, and ends its workers without an exit event: so as this module loads it also removes the
+ * run dirs of processes that no longer run, and its own process's earlier ones (a file that ended).
  */
 const RUN_DIR_PREFIX = 'tollgate-run-';
 
@@ -89,7 +90,7 @@ function processRuns(pid: number): boolean {
 for (const name of readdirSync(tmpdir())) {
   if (!name.startsWith(RUN_DIR_PREFIX)) continue;
   const pid = Number(name.slice(RUN_DIR_PREFIX.length).split('-')[0]);
-  if (Number.isSafeInteger(pid) && pid > 0 && !processRuns(pid)) rmSync(join(tmpdir(), name), { recursive: true, force: true });
+  if (pid === process.pid || (Number.isSafeInteger(pid) && pid > 0 && !processRuns(pid))) rmSync(join(tmpdir(), name), { recursive: true, force: true });
 }
 const runDir = mkdtempSync(join(tmpdir(), `${RUN_DIR_PREFIX}${process.pid}-`));
 process.on('exit', () => rmSync(runDir, { recursive: true, force: true }));
