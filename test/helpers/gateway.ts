@@ -10,6 +10,7 @@ import { generateAccessToken, tokenDigest } from '../../src/auth/secrets';
 import { EMBEDDED_CONFIG, loadConfig, type Config } from '../../src/config';
 import { createLogger, type Logger } from '../../src/log';
 import { startGateway, type RunningGateway } from '../../src/main';
+import { processAlive } from '../../src/store/lmdb/open-gate';
 import { clusterEngines, enginesMissing, freePort, freshDatabase, freshPrefix } from './engines';
 export { freePort, stopClusterEngines } from './engines';
 import pino from 'pino';
@@ -78,19 +79,10 @@ export const BUN_BINARY = join(REPO_ROOT, 'node_modules', '@oven', 'bun-linux-x6
  */
 const RUN_DIR_PREFIX = 'tollgate-run-';
 
-function processRuns(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 for (const name of readdirSync(tmpdir())) {
   if (!name.startsWith(RUN_DIR_PREFIX)) continue;
   const pid = Number(name.slice(RUN_DIR_PREFIX.length).split('-')[0]);
-  if (pid === process.pid || (Number.isSafeInteger(pid) && pid > 0 && !processRuns(pid))) rmSync(join(tmpdir(), name), { recursive: true, force: true });
+  if (pid === process.pid || (Number.isSafeInteger(pid) && pid > 0 && !processAlive(pid))) rmSync(join(tmpdir(), name), { recursive: true, force: true });
 }
 const runDir = mkdtempSync(join(tmpdir(), `${RUN_DIR_PREFIX}${process.pid}-`));
 process.on('exit', () => rmSync(runDir, { recursive: true, force: true }));

@@ -38,7 +38,8 @@ function gateDir(dataDir: string): string {
   return join(dataDir, GATE_DIR);
 }
 
-function alive(pid: number): boolean {
+/** Whether a process with this pid runs (one of another user's counts). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -52,7 +53,7 @@ function liveHolder(dataDir: string): number | undefined {
   let pid: number;
   try { pid = Number(readFileSync(join(gateDir(dataDir), HOLDER_FILE), 'utf8')); } catch { return undefined; }
   if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) return undefined;
-  return alive(pid) ? pid : undefined;
+  return processAlive(pid) ? pid : undefined;
 }
 
 let requests = 0;
@@ -86,7 +87,7 @@ export class GatedOpener {
     renameSync(join(dir, `${id}.pending`), join(dir, `${id}.request`));
     try {
       const deadline = Date.now() + WAIT_FOR_HOLD_MS;
-      while (!existsSync(join(dir, `${id}.held`)) && Date.now() < deadline && alive(this.holder)) sleepSync(2);
+      while (!existsSync(join(dir, `${id}.held`)) && Date.now() < deadline && processAlive(this.holder)) sleepSync(2);
       this.watcher?.postMessage({ lockFile: join(this.dataDir, `${envFile}-lock`), opened });
       return open();
     } finally {
@@ -179,11 +180,11 @@ export class OpenGate {
       if (!watching) return false;
       try { return waitsOnLock(opener, lockFile); } catch { watching = false; return false; }
     };
-    if (!existsSync(opened) && alive(opener)) {
+    if (!existsSync(opened) && processAlive(opener)) {
       this.holdWriteLock(envFile, () => {
         writeFileSync(join(this.dir, `${id}.held`), '', { mode: 0o600 });
         const until = Date.now() + HOLD_AT_MOST_MS;
-        while (!existsSync(opened) && !waits() && Date.now() < until && alive(opener)) sleepSync(1);
+        while (!existsSync(opened) && !waits() && Date.now() < until && processAlive(opener)) sleepSync(1);
       });
     }
     for (const suffix of ['.request', '.held']) rmSync(join(this.dir, `${id}${suffix}`), { force: true });
