@@ -23,8 +23,8 @@ import { createDispatcher } from '../src/routes';
 import type { BodySource } from '../src/upstream/upstream-call';
 import { startFastMock, type FastMock } from './fast-mock';
 import { chatBody } from './load';
-import { choosePlacement } from './processes';
-import { describeMachine, RESULTS_DIR } from './report';
+import { choosePlacement, statCpuSeconds } from './processes';
+import { describeMachine, median, RESULTS_DIR } from './report';
 import { BENCH_MODEL } from './targets';
 
 /** calls dispatched together, as the load scenarios' 50 connections keep 50 in flight */
@@ -95,14 +95,8 @@ export interface InProcessOptions {
   warmupSeconds?: number;
 }
 
-/** CPU seconds of the calling thread (the main thread: all JavaScript runs there), from /proc (ticks of 10 ms). */
-function threadCpuSeconds(): number {
-  const stat = readFileSync('/proc/thread-self/stat', 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-const median = (values: number[]) => [...values].sort((left, right) => left - right)[Math.floor(values.length / 2)];
+/** CPU seconds of the calling thread (the main thread: all JavaScript runs there). */
+const threadCpuSeconds = () => statCpuSeconds('/proc/thread-self/stat');
 
 /**
  * One scenario on a fresh gateway: its usage rows grow the store by ~300 bytes a call, and a store

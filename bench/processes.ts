@@ -248,16 +248,19 @@ export class MemorySampler {
   }
 }
 
-/** CPU time (user + system) used so far by the processes, in seconds (Linux clock ticks of 10 ms). */
+/** CPU time (user + system) of the process or thread whose /proc stat file this is, in seconds (Linux clock ticks of 10 ms). */
+export function statCpuSeconds(statPath: string): number {
+  const stat = readFileSync(statPath, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime and stime are fields 14 and 15 of stat, i.e. 12 and 13 after the command name
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** CPU time (user + system) used so far by the processes, in seconds. */
 export function cpuSeconds(pids: number[]): number {
-  let ticks = 0;
+  let seconds = 0;
   for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      // utime and stime are fields 14 and 15 of stat, i.e. 12 and 13 after the command name
-      ticks += Number(fields[11]) + Number(fields[12]);
-    } catch { /* gone */ }
+    try { seconds += statCpuSeconds(`/proc/${pid}/stat`); } catch { /* gone */ }
   }
-  return ticks / 100;
+  return seconds;
 }

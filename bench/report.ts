@@ -137,7 +137,7 @@ const mib = (kib: number) => `${number(kib / 1024, 1)} MiB`;
 const percent = (ratio: number) => `${number(ratio * 100, 1)}%`;
 
 /** The middle value (the mean of the two middle ones for an even count); NaN for none. */
-function median(values: number[]): number {
+export function median(values: number[]): number {
   const sorted = [...values].sort((left, right) => left - right);
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;

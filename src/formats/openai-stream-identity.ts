@@ -24,10 +24,11 @@ export class StreamIdentity {
 
   /**
    * Reads id, created and system_fingerprint off the first event among the complete events
-   * [0, completeEnd) of a push, until the id is found or IDENTITY_SCAN_PUSHES pushes were looked at.
+   * [0, completeEnd) of a push; the caller asks while the id is unknown, at most
+   * IDENTITY_SCAN_PUSHES times.
    */
   scan(whole: Buffer, completeEnd: number): void {
-    if (this.id !== undefined || this.scans >= IDENTITY_SCAN_PUSHES) return;
+    if (this.scans >= IDENTITY_SCAN_PUSHES) return;
     this.scans += 1;
     if (this.inPlace(whole, completeEnd)) return;
     const idKey = whole.indexOf(ID_KEY);

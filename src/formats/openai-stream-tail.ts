@@ -201,14 +201,14 @@ export class OpenAIStreamTail {
       reasons = reasons.map(([index]) => [index, 'length'] as [number, string]);
       this.lastFinishReason = 'length';
     }
-    const { systemFingerprint } = this.identity;
-    const id = this.identity.id ?? `chatcmpl-${randomBytes(12).toString('hex')}`;
-    const created = this.identity.created ?? Math.floor(Date.now() / 1000);
+    const identity = this.identity;
+    const id = identity.id ?? `chatcmpl-${randomBytes(12).toString('hex')}`;
+    const created = identity.created ?? Math.floor(Date.now() / 1000);
     // Written out rather than JSON.stringify of a built object (half the cost): only the strings and
     // the usage object go through JSON.stringify, the usage only when the upstream's own text of it
     // cannot be re-emitted (see canonicalUsage). Members in the order OpenAI sends them.
     const head = `data: {"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(this.model)},"choices":[{"index":`;
-    const fingerprint = systemFingerprint === undefined ? '' : `,"system_fingerprint":${JSON.stringify(systemFingerprint)}`;
+    const fingerprint = identity.systemFingerprint === undefined ? '' : `,"system_fingerprint":${JSON.stringify(identity.systemFingerprint)}`;
     const usageText = this.upstreamUsageText ?? JSON.stringify(usage);
     let tail = '';
     for (let index = 0; index < reasons.length; index += 1) {

@@ -38,7 +38,7 @@ function gateDir(dataDir: string): string {
   return join(dataDir, GATE_DIR);
 }
 
-/** Whether a process with this pid runs (one of another user's counts). */
+/** Whether a process with this pid runs (one of another user, which may not be signalled, counts). */
 export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
