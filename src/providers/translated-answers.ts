@@ -5,6 +5,7 @@ import { Readable } from 'node:stream';
 import { OpenAIToAnthropicStream } from '../formats/anthropic-to-openai';
 import { AnthropicToOpenAIStream } from '../formats/anthropic-stream-to-openai';
 import { SseDecoder, type SseEvent } from '../formats/sse';
+import { utf8Text } from '../formats/utf8-text';
 import { MAX_ANSWER_BYTES, readAnswer } from './http-call';
 import { logWarnings, offloadThreshold, translate } from './translation';
 import type { BodySource } from '../upstream/upstream-call';
@@ -109,7 +110,7 @@ export async function translateWholeAnswer(context: ProviderContext, call: Upstr
   name: 'openAIToAnthropicAnswer' | 'anthropicToOpenAIAnswer', direction: string): Promise<UpstreamAnswer> {
   const bytes = await readAnswer(answer, MAX_ANSWER_BYTES, call.channel.name);
   const translated = await translate(context, name,
-    { text: bytes.toString('utf8'), model: call.model.id, channel: call.channel.name }, bytes.length > offloadThreshold(context), call.signal);
+    { text: utf8Text(bytes), model: call.model.id, channel: call.channel.name }, bytes.length > offloadThreshold(context), call.signal);
   logWarnings(context, call.channel.name, direction, translated.warnings);
   return jsonTextAnswer(answer.status, translated.text);
 }

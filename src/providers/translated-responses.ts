@@ -7,6 +7,7 @@ import { ChatToResponsesStream } from '../formats/openai-responses-chat-stream';
 import { toChatRequestFromResponses, toResponseFromChatCompletion } from '../formats/openai-responses-chat';
 import { upstreamError } from '../errors';
 import { isObject } from '../formats/json-value';
+import { utf8Text } from '../formats/utf8-text';
 import { MAX_ANSWER_BYTES, readAnswer } from './http-call';
 import { jsonTextAnswer, streamAnswer } from './translated-answers';
 import { logWarnings } from './translation';
@@ -23,7 +24,7 @@ export function responsesOverChat(context: ProviderContext, chatCompletions: (ca
     }
     const bytes = await readAnswer(answer, MAX_ANSWER_BYTES, call.channel.name);
     let completion: unknown;
-    try { completion = JSON.parse(bytes.toString('utf8')); } catch { completion = undefined; }
+    try { completion = JSON.parse(utf8Text(bytes)); } catch { completion = undefined; }
     if (!isObject(completion)) throw upstreamError(502, `upstream channel ${call.channel.name} answered with malformed JSON`, 'upstream_malformed');
     const response = toResponseFromChatCompletion(completion, { model: call.model.id, request: call.body });
     logWarnings(context, call.channel.name, 'chat completion → response', response.warnings);

@@ -19,6 +19,7 @@ import { pipeStream, type PipeOutcome, type StreamTransform } from './stream-pip
 import { eventTooLarge } from '../formats/sse';
 import { ModelRename } from '../formats/model-rename';
 import { parseBoundedJson } from '../formats/json-value';
+import { utf8Text } from '../formats/utf8-text';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 /** forwarded bytes before the first weighing of a stream's output against its reservation */
@@ -134,7 +135,7 @@ export function relayChatCompletions(call: ChatCall): Promise<void> {
         let source: 'upstream' | 'estimated' = 'upstream';
         let answer: Buffer | string = bytes;
         if (!usage || attempt.upstreamModel !== model.id) {
-          const parsed = parseBoundedJson(bytes.toString('utf8')) as Record<string, unknown> & { choices?: { message?: { content?: unknown } }[] } | undefined;
+          const parsed = parseBoundedJson(utf8Text(bytes)) as Record<string, unknown> & { choices?: { message?: { content?: unknown } }[] } | undefined;
           if (typeof parsed !== 'object' || parsed === null) {
             throw upstreamError(502, `upstream channel ${attempt.channel.name} answered malformed JSON`, 'upstream_malformed', false);
           }

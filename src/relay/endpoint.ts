@@ -11,6 +11,7 @@ import { badRequest, upstreamError, type GatewayError, type GatewayErrorShape } 
 import { isObject, type JsonObject } from '../formats/json-value';
 import type { Usage } from '../formats/openai-usage';
 import { eventTooLarge, SseDecoder, type SseEvent } from '../formats/sse';
+import { utf8Text } from '../formats/utf8-text';
 import { MAX_ANSWER_BYTES, readAnswer } from '../providers/http-call';
 import type { JsonCall, Provider, UpstreamAnswer } from '../providers/types';
 import { billedCall, type BilledCallOptions } from './billed-call';
@@ -156,7 +157,7 @@ export function relayEndpoint(call: EndpointCall): Promise<void> {
         (attempt) => send(attempt).then((answer) => answer.bytes ?? readAnswer(answer, MAX_ANSWER_BYTES, attempt.channel.name)), scope.abort.signal,
       ).then(({ result: bytes, attempt }) => {
         let answer: unknown;
-        try { answer = JSON.parse(bytes.toString('utf8')); } catch { answer = undefined; }
+        try { answer = JSON.parse(utf8Text(bytes)); } catch { answer = undefined; }
         if (!isObject(answer) || !call.whole.isAnswer(answer)) {
           throw upstreamError(502, `upstream channel ${attempt.channel.name} answered with something that is not a ${call.endpoint} answer`, 'upstream_malformed', false);
         }

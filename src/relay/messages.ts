@@ -20,6 +20,7 @@ import { ModelRename } from '../formats/model-rename';
 import { AnthropicStreamFill } from '../formats/anthropic-stream-fill';
 import { MAX_EVENT_BYTES } from '../formats/sse';
 import { parseBoundedJson } from '../formats/json-value';
+import { utf8Text } from '../formats/utf8-text';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 /** Closes a stream whose message_delta arrived but whose message_stop the upstream left out. */
@@ -75,7 +76,7 @@ export async function relayMessages(call: MessagesCall): Promise<void> {
     if (!info.stream) {
       const { result: bytes, attempt } = await withFailover(context, model, caller.key.group, capable,
         async (attempt) => readAnswer(await send(attempt), MAX_ANSWER_BYTES, attempt.channel.name), scope.abort.signal);
-      const parsed = parseBoundedJson(bytes.toString('utf8'));
+      const parsed = parseBoundedJson(utf8Text(bytes));
       const message = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>;
       if (message.type !== 'message') throw upstreamError(502, `upstream channel ${attempt.channel.name} answered with something that is not a message`, 'upstream_malformed', false);
       let usage = usageOfMessage(message);
