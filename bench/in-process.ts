@@ -22,13 +22,32 @@ import type { UpstreamAnswer } from '../src/providers/types';
 import { createDispatcher } from '../src/routes';
 import type { BodySource } from '../src/upstream/upstream-call';
 import { startFastMock, type FastMock } from './fast-mock';
-import { chatBody } from './load';
+import { agentChatBody, chatBody } from './load';
 import { choosePlacement, statCpuSeconds } from './processes';
 import { describeMachine, median, RESULTS_DIR } from './report';
 import { BENCH_MODEL } from './targets';
 
 /** calls dispatched together, as the load scenarios' 50 connections keep 50 in flight */
 const CONCURRENT = 50;
+
+interface Scenario {
+  name: string;
+  stream: boolean;
+  /** the model's channels (name, priority, weight): one, or a failover setup */
+  channels: Array<{ name: string; priority?: number; weight?: number }>;
+  /** the request body (default: the load scenarios' short chat request) */
+  body?: (model: string, stream: boolean) => string;
+}
+
+const ONE_CHANNEL = [{ name: 'mock' }];
+const SCENARIOS: readonly Scenario[] = [
+  { name: 'non-stream', stream: false, channels: ONE_CHANNEL },
+  { name: 'stream in one chunk', stream: true, channels: ONE_CHANNEL },
+  // a model served by two weighted channels and a fallback: the failover order is drawn on every call
+  { name: 'non-stream, 3 channels', stream: false, channels: [{ name: 'primary-a', priority: 10, weight: 3 }, { name: 'primary-b', priority: 10, weight: 1 }, { name: 'fallback', priority: 0 }] },
+  // what a coding agent sends: tools, a long history, Chinese text (bench/load.ts agentChatBody)
+  { name: 'non-stream, agent request', stream: false, channels: ONE_CHANNEL, body: agentChatBody },
+];
 
 /** An answer's bytes as the upstream call hands them over: data, then end, on a later turn. */
 class RecordedBody extends EventEmitter implements BodySource {
@@ -102,14 +121,15 @@ const threadCpuSeconds = () => statCpuSeconds('/proc/thread-self/stat');
  * One scenario on a fresh gateway: its usage rows grow the store by ~300 bytes a call, and a store
  * grown by millions of calls costs page faults that would count against the next scenario.
  */
-async function runScenario(stream: boolean, options: Required<InProcessOptions>, answers: FastMock['answers']): Promise<Omit<InProcessRow, 'scenario'>> {
+async function runScenario(scenario: Scenario, options: Required<InProcessOptions>, answers: FastMock['answers']): Promise<Omit<InProcessRow, 'scenario'>> {
+  const { stream } = scenario;
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-in-process-'));
   const config = loadConfig({
     raw: {
       listen: { host: '127.0.0.1', port: 0 }, workers: 1, dataDir, groups: { default: { ratio: 1 } },
       models: [{ id: BENCH_MODEL, price: { input: 0.15, output: 0.6 } }],
       // never dialled: the provider's chat call is replaced below
-      channels: [{ name: 'mock', type: 'openai', base_url: 'http://127.0.0.1:9', keys: ['k'], models: [BENCH_MODEL] }],
+      channels: scenario.channels.map((channel) => ({ ...channel, type: 'openai', base_url: 'http://127.0.0.1:9', keys: ['k'], models: [BENCH_MODEL] })),
     },
     env: { TOLLGATE_DATA_DIR: dataDir, TOLLGATE_FRONT: 'node' },
   });
@@ -142,7 +162,7 @@ async function runScenario(stream: boolean, options: Required<InProcessOptions>,
       setImmediate(() => { body.emit('data', answers.stream.bytes); body.emit('end'); });
     }));
     const dispatch = createDispatcher(context);
-    const raw = Buffer.from(chatBody(BENCH_MODEL, stream));
+    const raw = Buffer.from((scenario.body ?? chatBody)(BENCH_MODEL, stream));
     const headers: Headers = { host: '127.0.0.1', authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': String(raw.length) };
     /** keeps CONCURRENT calls in flight (a new one starts as one ends) for `milliseconds` */
     const measure = (milliseconds: number) => new Promise<{ mainThread: number; process: number; calls: number }>((resolve, reject) => {
@@ -209,9 +229,7 @@ export async function runInProcess(options: InProcessOptions = {}): Promise<InPr
   const answers = mock.answers;
   mock.close();
   const rows: InProcessRow[] = [];
-  for (const [scenario, stream] of [['non-stream', false], ['stream in one chunk', true]] as const) {
-    rows.push({ scenario, ...await runScenario(stream, settings, answers) });
-  }
+  for (const scenario of SCENARIOS) rows.push({ scenario: scenario.name, ...await runScenario(scenario, settings, answers) });
   return rows;
 }
 

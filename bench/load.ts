@@ -80,6 +80,31 @@ export function chatBody(model: string, stream: boolean, shape?: ShapeRequest): 
   });
 }
 
+/**
+ * A coding agent's chat request as real clients send them: twelve tools with JSON schemas, and a
+ * history of 20 rounds (a Chinese question, a tool call, a file read back with its line numbers
+ * marked "→" as Claude Code's Read tool marks them, an answer mixing Chinese and English). ~29 KB.
+ */
+export function agentChatBody(model: string, stream: boolean): string {
+  const tools = Array.from({ length: 12 }, (_, index) => ({
+    type: 'function',
+    function: {
+      name: `workspace_tool_${index}`, description: `Runs operation ${index} on the workspace and returns JSON. 在工作区中执行操作 ${index}。`,
+      parameters: { type: 'object', properties: { path: { type: 'string', description: 'file path' }, query: { type: 'string' }, limit: { type: 'integer', minimum: 1, maximum: 100 } }, required: ['path'] },
+    },
+  }));
+  const messages: Record<string, unknown>[] = [{ role: 'system', content: 'You are a coding agent working in the user\'s repository. 你是一个编程助手，请用中文回答。'.repeat(3) }];
+  for (let round = 0; round < 20; round += 1) {
+    const file = Array.from({ length: 12 }, (_, line) => `${String(line + 1).padStart(6)}→  const value${line} = compute(input, ${round * 12 + line}); // 第${line}步`).join('\n');
+    messages.push({ role: 'user', content: `第${round}轮：请读取文件 src/module_${round}.ts 并解释其中的函数。Also check the tests of module ${round}.` });
+    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: `call_${round}`, type: 'function', function: { name: 'workspace_tool_1', arguments: JSON.stringify({ path: `src/module_${round}.ts`, limit: 50 }) } }] });
+    messages.push({ role: 'tool', tool_call_id: `call_${round}`, content: file });
+    messages.push({ role: 'assistant', content: `模块 ${round} 的函数把输入乘以系数再加一。The function is pure; 测试覆盖了边界情况。` });
+  }
+  messages.push({ role: 'user', content: '请总结所有模块的共同点。' });
+  return JSON.stringify({ model, messages, tools, tool_choice: 'auto', temperature: 0.2, ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) });
+}
+
 export interface Percentiles { p50: number; p90: number; p99: number; mean: number; max: number; count: number }
 
 /** Growable list of float samples (milliseconds). */
