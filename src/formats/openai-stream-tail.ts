@@ -13,9 +13,10 @@ import { CompletionTextSample } from './completion-text';
 import { isObject, type JsonObject } from './json-value';
 import {
   eventStartBefore, scanResult,
-  HAS_CALLS, MAY_BE_TERMINAL, endsWithDone, eventData, holdsDone, lastEventEnd, nextEventEnd, scanUnderscores,
+  HAS_CALLS, MAY_BE_TERMINAL, endsWithDone, eventData, holdsDone, nextEventEnd, scanUnderscores,
 } from './openai-stream-scan';
 import { StreamIdentity } from './openai-stream-identity';
+import { SseFramer } from './sse-framer';
 import { canonicalUsage, normalizeUsage, type Usage } from './openai-usage';
 import { MAX_EVENT_BYTES } from './sse';
 
@@ -53,7 +54,6 @@ export interface FinishOptions {
 export const DEFAULT_MAX_TEXT_BYTES = 4 * 1024;
 
 const LINE_FEED = 10;
-const CARRIAGE_RETURN = 13;
 const DONE_EVENT = 'data: [DONE]\n\n';
 /** finish reasons when the upstream sent none */
 const NO_REASON: readonly [number, string][] = [[0, 'stop']];
@@ -84,9 +84,8 @@ function hasDeltaContent(choice: unknown): boolean {
 
 export class OpenAIStreamTail {
   private readonly model: string;
-  /** the incomplete last event, in the pieces it arrived in */
-  private carry: Buffer[] = [];
-  private carryBytes = 0;
+  /** complete events out of the chunks; it holds the incomplete last one */
+  private readonly framer: SseFramer;
   private done = false;
   private sawDone = false;
   private forwardedAny = false;
@@ -98,7 +97,6 @@ export class OpenAIStreamTail {
   private readonly finishReasons = new Map<number, string>();
   private lastFinishReason: string | null = null;
   private readonly text: CompletionTextSample;
-  private readonly maxEventBytes: number;
   private readonly usageChunk: boolean;
   /** an event grew past maxEventBytes: nothing more is taken from the upstream */
   overflowed = false;
@@ -107,7 +105,7 @@ export class OpenAIStreamTail {
   constructor(options: StreamTailOptions) {
     this.model = options.model;
     this.text = new CompletionTextSample(options.maxTextBytes ?? DEFAULT_MAX_TEXT_BYTES);
-    this.maxEventBytes = options.maxEventBytes ?? MAX_EVENT_BYTES;
+    this.framer = new SseFramer(options.maxEventBytes ?? MAX_EVENT_BYTES);
     this.usageChunk = options.usageChunk ?? false;
   }
 
@@ -121,24 +119,14 @@ export class OpenAIStreamTail {
    */
   push(chunk: Buffer): Buffer | null {
     if (this.done || chunk.length === 0) return null;
-    let buffer = chunk;
-    // a boundary found in the chunk alone is a real one, whatever came before it
-    let completeEnd = lastEventEnd(chunk, 0);
-    if (this.carry.length > 0) {
-      // An event split over many chunks is joined once, when its end arrives, not once per chunk.
-      if (completeEnd === 0 && !this.completesCarry(chunk)) {
-        this.holdBack(chunk);
-        return null;
-      }
-      const carried = this.carryBytes;
-      this.carry.push(chunk);
-      buffer = Buffer.concat(this.carry, carried + chunk.length);
-      this.carry = [];
-      this.carryBytes = 0;
-      completeEnd = completeEnd > 0 ? carried + completeEnd : lastEventEnd(buffer, carried);
+    const buffer = this.framer.push(chunk);
+    if (this.framer.overflowed) {
+      // an event without its end past the bound: stop here rather than hold the upstream's bytes without limit
+      this.overflowed = true;
+      this.done = true;
     }
-    if (completeEnd < buffer.length) this.holdBack(buffer.subarray(completeEnd));
-    if (completeEnd === 0) return null;
+    if (buffer === null) return null;
+    const completeEnd = this.framer.end;
     if (this.identity.id === undefined) this.identity.scan(buffer, completeEnd);
 
     let output: Buffer | null;
@@ -179,9 +167,7 @@ export class OpenAIStreamTail {
   finish(fallbackUsage?: (completionText: string) => Usage, options: FinishOptions = {}): StreamTailResult {
     const parts: Buffer[] = [];
     // A last event the upstream did not close with a blank line still counts if its lines are complete.
-    const carry = this.carry;
-    this.carry = [];
-    this.carryBytes = 0;
+    const carry = this.framer.takeHeld();
     if (!this.done && carry.length > 0 && carry[carry.length - 1].at(-1) === LINE_FEED) {
       const closed = Buffer.concat([...carry, Buffer.from('\n')]);
       const output = this.processEvents(closed, closed.length);
@@ -256,8 +242,7 @@ export class OpenAIStreamTail {
           runStart = eventEnd;
         }
         if (this.done) {
-          this.carry = []; // nothing after [DONE] is forwarded
-          this.carryBytes = 0;
+          this.framer.takeHeld(); // nothing after [DONE] is forwarded
           return this.joinOutputs(outputs);
         }
       }
@@ -265,31 +250,6 @@ export class OpenAIStreamTail {
     }
     if (completeEnd > runStart) outputs.push(buffer.subarray(runStart, completeEnd));
     return this.joinOutputs(outputs);
-  }
-
-  private holdBack(rest: Buffer): void {
-    if (this.carryBytes + rest.length > this.maxEventBytes) {
-      // an event without its end past the bound: stop here rather than hold the upstream's bytes without limit
-      this.overflowed = true;
-      this.done = true;
-      this.carry = [];
-      this.carryBytes = 0;
-      return;
-    }
-    this.carry.push(rest);
-    this.carryBytes += rest.length;
-  }
-
-  /** Whether the chunk's first bytes finish a blank line begun at the end of the held-back bytes. */
-  private completesCarry(chunk: Buffer): boolean {
-    const last = this.carry[this.carry.length - 1];
-    const lastByte = last[last.length - 1];
-    const first = chunk[0];
-    if (lastByte === LINE_FEED) return first === LINE_FEED || (first === CARRIAGE_RETURN && chunk[1] === LINE_FEED);
-    // "\n\r" + "\n" (the \n before the \r may sit in an earlier piece)
-    if (lastByte !== CARRIAGE_RETURN || first !== LINE_FEED) return false;
-    const beforeLast = last.length >= 2 ? last[last.length - 2] : this.carry[this.carry.length - 2]?.at(-1);
-    return beforeLast === LINE_FEED;
   }
 
   private joinOutputs(outputs: Buffer[]): Buffer | null {

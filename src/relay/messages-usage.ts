@@ -4,13 +4,25 @@
 import { countTokens } from '../billing/tokens';
 export { completionTokensOfMessage, localPromptTokens } from '../billing/message-tokens';
 import { AnthropicStreamUsage } from '../formats/anthropic-usage';
-import { SseDecoder } from '../formats/sse';
+import { MAX_EVENT_BYTES, SseDecoder } from '../formats/sse';
+import { SseFramer } from '../formats/sse-framer';
+import { matchesAt, nextEventEnd } from '../formats/openai-stream-scan';
 
 export interface MessageUsage { input: number; output: number; cacheRead: number; cacheCreation: number }
 export type UsageSource = 'upstream' | 'estimated';
 
-/** Bound on delivered delta events kept for a local count (the rest is extrapolated by size). */
-const MAX_KEPT_DELTA_BYTES = 256 * 1024;
+/**
+ * Bound on the delivered delta events' data kept for a local count, bytes: past it the count is
+ * scaled by bytes delivered ÷ kept. What is kept lives as long as the stream, so this bounds what
+ * an open stream holds (as the OpenAI stream tail's DEFAULT_MAX_TEXT_BYTES does).
+ */
+export const MAX_KEPT_DELTA_BYTES = 4 * 1024;
+/** An unfinished event held past this many bytes: the rest of the stream goes through the SSE decoder. */
+const MAX_FRAMED_EVENT_BYTES = 64 * 1024;
+
+const DELTA_EVENT_LINE = Buffer.from('event: content_block_delta\ndata: ');
+const LINE_FEED = 10;
+const CARRIAGE_RETURN = 13;
 
 type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -29,21 +41,39 @@ export function usageOfMessage(message: Json): MessageUsage | undefined {
 
 /**
  * Watches an Anthropic event stream as it is forwarded: usage from message_start and the last
- * message_delta, whether the message finished, and the delta events delivered (kept raw, up to a
- * bound, and parsed only when the upstream's usage is missing).
+ * message_delta, whether the message finished, and the delta events delivered (their data kept, up
+ * to a bound, and parsed only when the upstream's usage is missing).
+ *
+ * The delta events, nearly all of a stream, are read from the bytes: an event in the form
+ * Anthropic sends (`event: content_block_delta`, one `data:` line, LF line ends) is counted, and
+ * kept while under the bound, without being decoded. Every other event goes through one SSE
+ * decoder, whole, so the decoder sees the events it would see if it read the whole stream. A stream
+ * that holds an event unfinished past MAX_FRAMED_EVENT_BYTES goes through the decoder from there on.
  */
 export class MessagesStreamWatch {
   private readonly decoder = new SseDecoder();
+  private readonly framer = new SseFramer();
   private readonly reader = new AnthropicStreamUsage();
   private readonly kept: string[] = [];
   private keptBytes = 0;
   private deltaBytes = 0;
+  /** the stream's first event was seen (it goes to the decoder) */
+  private started = false;
+  /** false once the decoder takes every byte */
+  private framing = true;
 
   push(chunk: Buffer): void {
-    for (const event of this.decoder.push(chunk)) this.observe(event);
+    if (!this.framing) { this.decode(chunk); return; }
+    const framed = this.framer.push(chunk);
+    if (framed !== null) this.events(framed, this.framer.end);
+    if (this.framer.heldBytes > MAX_FRAMED_EVENT_BYTES) {
+      this.framing = false;
+      for (const piece of this.framer.takeHeld()) this.decode(piece);
+    }
   }
 
   end(): void {
+    if (this.framing) for (const piece of this.framer.takeHeld()) this.decode(piece);
     for (const event of this.decoder.end()) this.observe(event);
   }
 
@@ -66,14 +96,56 @@ export class MessagesStreamWatch {
     return { usage, source: 'estimated' };
   }
 
+  /** The complete events in buffer[0, end): delta events in Anthropic's form read here, runs of the others decoded. */
+  private events(buffer: Buffer, end: number): void {
+    const first = !this.started;
+    this.started = true;
+    // an event past the decoder's bound makes it throw before it returns any event of the chunk: left to it whole
+    if (end > MAX_EVENT_BYTES) { this.decode(buffer.subarray(0, end)); return; }
+    // the stream's first event goes to the decoder, which drops a byte order mark before it
+    let start = first ? nextEventEnd(buffer, 0, end) : 0;
+    let decodeFrom = 0;
+    // the first carriage return at or after `start` (-1: none in the buffer): a data line holding one is not in the usual form
+    let carriageReturn = buffer.indexOf(CARRIAGE_RETURN);
+    while (start < end) {
+      const eventEnd = nextEventEnd(buffer, start, end);
+      if (carriageReturn !== -1 && carriageReturn < start) carriageReturn = buffer.indexOf(CARRIAGE_RETURN, start);
+      const dataEnd = eventEnd - 2;
+      const delta = matchesAt(buffer, start, DELTA_EVENT_LINE)
+        && buffer[dataEnd] === LINE_FEED && buffer.indexOf(LINE_FEED, start + DELTA_EVENT_LINE.length) === dataEnd
+        && (carriageReturn === -1 || carriageReturn >= eventEnd);
+      if (delta) {
+        if (decodeFrom < start) this.decode(buffer.subarray(decodeFrom, start));
+        this.delivered(buffer, start + DELTA_EVENT_LINE.length, dataEnd);
+        decodeFrom = eventEnd;
+      }
+      start = eventEnd;
+    }
+    if (decodeFrom < end) this.decode(buffer.subarray(decodeFrom, end));
+  }
+
+  private decode(bytes: Buffer): void {
+    for (const event of this.decoder.push(bytes)) this.observe(event);
+  }
+
+  /** A delta event's data, buffer[start, end): counted, and kept while under the bound. */
+  private delivered(buffer: Buffer, start: number, end: number): void {
+    this.deltaBytes += end - start;
+    if (this.keptBytes < MAX_KEPT_DELTA_BYTES) {
+      this.kept.push(buffer.toString('utf8', start, end));
+      this.keptBytes += end - start;
+    }
+  }
+
   private observe(event: { event?: string; data: string }): void {
     this.reader.observe(event);
     const isDelta = event.event === 'content_block_delta' || (event.event === undefined && event.data.includes('"content_block_delta"'));
     if (!isDelta) return;
-    this.deltaBytes += event.data.length;
+    const bytes = Buffer.byteLength(event.data);
+    this.deltaBytes += bytes;
     if (this.keptBytes < MAX_KEPT_DELTA_BYTES) {
       this.kept.push(event.data);
-      this.keptBytes += event.data.length;
+      this.keptBytes += bytes;
     }
   }
 
