@@ -34,10 +34,13 @@ const WORKER_SEMI_SPACE_MAX_MB = 16;
  * helper: a compile there left a malloc arena with ~10 MiB resident that glibc never gave back
  * (in about one start in five); on the main thread its memory comes from the main heap, which is
  * trimmed. The price is the compile's time on the event loop while the worker warms up.
+ * And WebAssembly (undici's HTTP parser) stays on its baseline code (`--liftoff-only`): its
+ * optimising compile runs on the platform thread and leaves the same kind of arena behind; the
+ * parser is a small part of a call.
  */
 export function workerV8Flags(semiSpaceMb = DEFAULT_WORKER_SEMI_SPACE_MB, lowMemory = false): string[] {
   return [`--min-semi-space-size=${semiSpaceMb}`, `--max-semi-space-size=${Math.max(semiSpaceMb, WORKER_SEMI_SPACE_MAX_MB)}`, '--no-allocation-site-pretenuring',
-    ...(lowMemory ? ['--v8-pool-size=1', '--no-concurrent-recompilation'] : [])];
+    ...(lowMemory ? ['--v8-pool-size=1', '--no-concurrent-recompilation', '--liftoff-only'] : [])];
 }
 export const WORKER_V8_FLAGS: readonly string[] = workerV8Flags();
 

@@ -45,6 +45,7 @@ test('low_memory: the worker runs without a writer thread, with one V8 platform 
     assert.ok(argv.includes('--min-semi-space-size=1'), argv.join(' '));
     assert.ok(argv.includes('--v8-pool-size=1'), argv.join(' '));
     assert.ok(argv.includes('--no-concurrent-recompilation'), argv.join(' '));
+    assert.ok(argv.includes('--liftoff-only'), argv.join(' '));
   }
   // the writer thread is the one thread a default worker runs at a lower priority than its main
   // thread (LEDGER_WRITER_NICE): here every thread runs at the main thread's

@@ -114,7 +114,7 @@ test('low_memory: off by default; on, workers start with the low-memory young ge
   const small = loadConfig({ raw: { ...EMBEDDED_CONFIG, low_memory: true }, env });
   assert.equal(small.lowMemory, true);
   assert.equal(small.workerSemiSpaceMb, 1);
-  assert.deepEqual(workerV8Flags(small.workerSemiSpaceMb, small.lowMemory), ['--min-semi-space-size=1', '--max-semi-space-size=16', '--no-allocation-site-pretenuring', '--v8-pool-size=1', '--no-concurrent-recompilation']);
+  assert.deepEqual(workerV8Flags(small.workerSemiSpaceMb, small.lowMemory), ['--min-semi-space-size=1', '--max-semi-space-size=16', '--no-allocation-site-pretenuring', '--v8-pool-size=1', '--no-concurrent-recompilation', '--liftoff-only']);
   assert.equal(loadConfig({ raw: { ...EMBEDDED_CONFIG, low_memory: true, worker_semi_space_mb: 8 }, env }).workerSemiSpaceMb, 8);
   if (!process.versions.bun) {
     // V8 ignores a flag it does not know; --v8-pool-size is Node's own
