@@ -22,6 +22,7 @@ import { loadConfig } from '../src/config';
 import { MetricsRecorder } from '../src/metrics/recorder';
 import { AccessLog, type CallLine } from '../src/ops/access-log';
 import { ChannelSelector } from '../src/relay/channels';
+import { MessagesStreamWatch } from '../src/relay/messages-usage';
 import pino from 'pino';
 
 const FIXTURES = resolve(__dirname, '..', '..', 'test', 'fixtures', 'chat-translation');
@@ -41,6 +42,23 @@ export function twoKilobyteBody(): string {
     if (body.length >= 2048) break;
   }
   return body;
+}
+
+/** An Anthropic Messages stream of the same answer, as Anthropic sends it: message_start, a text block of 20 deltas, message_delta with usage, message_stop. */
+export function anthropicStreamEvents(): Buffer[] {
+  const events = [
+    'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_mock1","type":"message","role":"assistant","model":"bench-model","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":1}}}\n\n',
+    'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
+  ];
+  const words = ['Hello', 'from', 'the', 'mock', 'upstream.'];
+  for (let index = 0; index < STREAM_CHUNKS; index += 1) {
+    const text = JSON.stringify((index === 0 ? '' : ' ') + words[index % words.length]);
+    events.push(`event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":${text}}}\n\n`);
+  }
+  events.push('event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n');
+  events.push('event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":20}}\n\n');
+  events.push('event: message_stop\ndata: {"type":"message_stop"}\n\n');
+  return events.map((event) => Buffer.from(event));
 }
 
 /** The stream the mock upstream sends: a role chunk, 20 content chunks, a finish chunk, usage, [DONE]. */
@@ -125,6 +143,13 @@ export async function runMicro(options: { timeMs?: number } = {}): Promise<Row[]
     bench.add(`upstream error redaction check (StreamErrorRedactor, the same ${events.length} events, one push each)`, () => {
       const redactor = new StreamErrorRedactor(() => []);
       for (const event of events) sink += redactor.push(event)?.length ?? 0;
+    });
+    const messagesEvents = anthropicStreamEvents();
+    bench.add(`messages stream usage watch (MessagesStreamWatch, ${messagesEvents.length} events, one push each)`, () => {
+      const watch = new MessagesStreamWatch();
+      for (const event of messagesEvents) watch.push(event);
+      watch.end();
+      sink += watch.usage(() => 0).usage.output;
     });
     const burst = Buffer.concat(events);
     bench.add(`stream tail rewrite, burst (the same ${events.length} events in one push)`, () => {
