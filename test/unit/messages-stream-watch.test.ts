@@ -14,7 +14,10 @@ import { MAX_KEPT_DELTA_BYTES, MessagesStreamWatch } from '../../src/relay/messa
 
 const FIXTURES = resolve(__dirname, '..', '..', '..', 'test', 'fixtures', 'chat-translation');
 
-/** The watch as it was before it read bytes: every event through one decoder (data counted in bytes). */
+/**
+ * The watch as it was before it read bytes: every event through one decoder (data counted in bytes).
+ * A copy of its event handling on purpose: the oracle must not share code with what it checks.
+ */
 class DecodingWatch {
   private readonly decoder = new SseDecoder();
   private readonly reader = new AnthropicStreamUsage();
