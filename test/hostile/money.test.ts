@@ -3,6 +3,7 @@
 // fronts, on LMDB and on PostgreSQL + Redis (skipped, saying why, only where their binaries are absent).
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
+import { countTokens } from '../../src/billing/tokens';
 import { addAccount, call, SETUPS, stopClusterEngines } from '../helpers/gateway';
 import { createKey, eventually, flushCharges, moneyScenarios, postChat, sleep, sseEvents, type ChatSetup } from '../integration/chat-harness';
 
@@ -170,6 +171,38 @@ for (const { front, backend, label, skip } of SETUPS) describe(`money under host
     await settled('endless event');
     const [record] = await records(1, key.id);
     assert.equal(record.end_reason, 'upstream_event_too_large');
+  });
+
+  test('a /v1/messages stream the client leaves after 600 deltas (past the 4 KiB the watch keeps): billed for the text delivered, estimated, within the cap', async () => {
+    const key = await createKey(setup.url, admin(), { remain_quota: 200_000 });
+    setup.mock.script({ silenceAfterChunks: 600, silenceMs: 5000 });
+    const controller = new AbortController();
+    const response = await fetch(`${setup.url}/v1/messages`, {
+      method: 'POST', signal: controller.signal,
+      headers: { 'content-type': 'application/json', 'x-api-key': key.key, 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: 'mock-chat', max_tokens: 4000, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    assert.equal(response.status, 200);
+    const reader = response.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    const deltas = () => sseEvents(text).filter((event) => event.json?.type === 'content_block_delta');
+    while (deltas().length < 600) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+    controller.abort();
+    const delivered = deltas().map((event) => String(event.json.delta.text ?? '')).join('');
+    await eventually(async () => { await flushCharges(setup); return (await records(1, key.id)).length === 1; }, 5000, 'the usage record');
+    const charged = await settled('messages stream, client left');
+    const [record] = await records(1, key.id);
+    assert.equal(record.end_reason, 'client_gone');
+    assert.equal(record.usage_source, 'estimated');
+    // counted on the first 4 KiB of delta data and scaled by the bytes delivered: close to a count of it all
+    const counted = countTokens(delivered);
+    assert.ok(Math.abs(record.completion_tokens - counted) <= counted * 0.25, `billed ${record.completion_tokens} completion tokens for ${counted} delivered`);
+    assert.ok(charged > 0 && charged <= 200_000, `charged ${charged}`);
   });
 
   test('the key API still shows consumed amounts and exact sums after all of the above', async () => {
