@@ -128,23 +128,22 @@ export class MessagesStreamWatch {
     for (const event of this.decoder.push(bytes)) this.observe(event);
   }
 
-  /** A delta event's data, buffer[start, end): counted, and kept while under the bound. */
+  /** A delta event's data read from the bytes, buffer[start, end): decoded only while it is kept. */
   private delivered(buffer: Buffer, start: number, end: number): void {
-    this.deltaBytes += end - start;
-    if (this.keptBytes < MAX_KEPT_DELTA_BYTES) {
-      this.kept.push(buffer.toString('utf8', start, end));
-      this.keptBytes += end - start;
-    }
+    this.noteDelta(end - start, this.keptBytes < MAX_KEPT_DELTA_BYTES ? buffer.toString('utf8', start, end) : '');
   }
 
   private observe(event: { event?: string; data: string }): void {
     this.reader.observe(event);
     const isDelta = event.event === 'content_block_delta' || (event.event === undefined && event.data.includes('"content_block_delta"'));
-    if (!isDelta) return;
-    const bytes = Buffer.byteLength(event.data);
+    if (isDelta) this.noteDelta(Buffer.byteLength(event.data), event.data);
+  }
+
+  /** A delta event's data: counted, and kept while under the bound. */
+  private noteDelta(bytes: number, data: string): void {
     this.deltaBytes += bytes;
     if (this.keptBytes < MAX_KEPT_DELTA_BYTES) {
-      this.kept.push(event.data);
+      this.kept.push(data);
       this.keptBytes += bytes;
     }
   }
