@@ -137,15 +137,21 @@ export function startMockUpstream(options: MockUpstreamOptions = {}): Promise<Mo
 
     // Read the whole body before answering anything, so keep-alive sockets stay reusable.
     let body: unknown;
+    let text: string | undefined;
     try {
-      body = isMultipart(request) ? await parseMultipart(request) : parseText(await readRaw(request));
+      if (isMultipart(request)) body = await parseMultipart(request);
+      else {
+        const raw = await readRaw(request);
+        if (record) text = raw.toString('utf8');
+        body = parseText(raw);
+      }
     } catch (error) {
       if (exchange.closed) return;
       sendError(response, route?.dialect ?? 'openai', error instanceof MockError ? error : new MockError(400, 'Unreadable request body'));
       return;
     }
     exchange.body = body;
-    if (recorded !== undefined) recorded.body = body;
+    if (recorded !== undefined) { recorded.body = body; recorded.text = text; }
 
     if (route === undefined) {
       sendError(response, 'openai', new MockError(404, `Unknown request URL: ${request.method} ${path}`, 'unknown_url'));

@@ -47,6 +47,8 @@ export interface RecordedRequest {
   headers: Record<string, string | string[] | undefined>;
   /** Parsed JSON, a MultipartBody, the raw string when it is neither, or undefined when empty. */
   body: unknown;
+  /** The body's text as it came, when it is not multipart. */
+  text?: string;
   /** The client closed before the response finished. */
   aborted: boolean;
 }

@@ -49,3 +49,61 @@ export function parseBoundedJson(text: string): unknown {
   try { value = JSON.parse(text); } catch { return undefined; }
   return nestsDeeperThan(value) ? undefined : value;
 }
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+/** a string longer than this is skipped by searching for its closing quote, not byte by byte */
+const SHORT_STRING = 24;
+
+/**
+ * How many members the top-level object of `json` has as written, duplicates counted: the colons
+ * at depth 1 outside strings. `json` must be text JSON.parse accepted as an object. Against the
+ * parsed object's key count this tells whether a key is repeated, which JSON.parse hides (the last
+ * one wins) and an upstream may read otherwise (the first one wins, or an error).
+ */
+export function topLevelMemberCount(json: Buffer): number {
+  const length = json.length;
+  let depth = 0;
+  let members = 0;
+  let index = 0;
+  while (index < length) {
+    const byte = json[index];
+    if (byte === QUOTE) {
+      index = stringEnd(json, index + 1);
+    } else if (byte === 0x7b /* { */ || byte === 0x5b /* [ */) {
+      depth += 1;
+    } else if (byte === 0x7d /* } */ || byte === 0x5d /* ] */) {
+      depth -= 1;
+    } else if (byte === 0x3a /* : */ && depth === 1) {
+      members += 1;
+    }
+    index += 1;
+  }
+  return members;
+}
+
+/** The index of the quote that closes the string whose text starts at `from` (or past the end). */
+function stringEnd(json: Buffer, from: number): number {
+  const length = json.length;
+  let index = from;
+  const short = Math.min(length, from + SHORT_STRING);
+  while (index < short) {
+    const byte = json[index];
+    if (byte === QUOTE) return index;
+    index += byte === BACKSLASH ? 2 : 1;
+  }
+  // a long string: jump from quote to quote, skipping the ones an odd run of backslashes escapes
+  for (;;) {
+    const quote = json.indexOf(QUOTE, index);
+    if (quote === -1) return length;
+    let before = quote - 1;
+    while (json[before] === BACKSLASH) before -= 1;
+    if ((quote - 1 - before) % 2 === 0) return quote;
+    index = quote + 1;
+  }
+}
+
+/** Whether `raw`, the text `body` was parsed from, repeats a key of its top-level object. */
+export function repeatsTopLevelKey(raw: Buffer, body: JsonObject): boolean {
+  return topLevelMemberCount(raw) !== Object.keys(body).length;
+}

@@ -3,7 +3,7 @@
 // messages, no schema library, no copies of the body. Unknown fields are not looked at; they pass
 // through to the upstream untouched.
 import { badRequest } from '../errors';
-import { isObject, type JsonObject } from './json-value';
+import { isObject, repeatsTopLevelKey, type JsonObject } from './json-value';
 
 export interface ChatRequestInfo {
   model: string;
@@ -248,12 +248,15 @@ const INCLUDE_USAGE = Buffer.from('{"stream_options":{"include_usage":true},');
  * The bytes to send upstream. When the gateway changes nothing (same model name, no default
  * max_tokens, and for a stream the client already asked for `include_usage`) the client's own bytes
  * go as they are; a stream without stream_options gets `include_usage` spliced in front. Anything
- * else is `upstreamBody` (from withUpstreamOptions) serialized.
+ * else is `upstreamBody` (from withUpstreamOptions) serialized; so is a body that repeats a top-level
+ * key, whose bytes an upstream could read otherwise than the gateway did (the model it bills, the
+ * max_tokens it bounds by).
  */
 export function upstreamChatBytes(raw: Buffer, body: Record<string, unknown>, upstreamBody: Record<string, unknown>, options: UpstreamOptions): Buffer | string {
   const asksUsage = options.stream && isObject(body.stream_options) && body.stream_options.include_usage === true;
   const untouched = body.model === options.model && (body.stream_options === undefined || asksUsage)
-    && (options.maxTokensDefault === undefined || body.max_tokens != null || body.max_completion_tokens != null);
+    && (options.maxTokensDefault === undefined || body.max_tokens != null || body.max_completion_tokens != null)
+    && !repeatsTopLevelKey(raw, body);
   if (untouched) {
     let start = 0;
     while (start < raw.length && (raw[start] === 0x20 || raw[start] === 0x0a || raw[start] === 0x0d || raw[start] === 0x09)) start += 1;

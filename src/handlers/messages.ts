@@ -9,7 +9,7 @@ import type { Exchange } from '../http';
 import { relayMessages } from '../relay/messages';
 import { modelNamed, resolveModel } from '../relay/permissions';
 import type { RouteHandler } from '../routes';
-import { readJsonObject } from './request-body';
+import { readJsonBody } from './request-body';
 
 export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
 const VERSION_FORMAT = /^\d{4}-\d{2}-\d{2}$/;
@@ -53,11 +53,11 @@ function checkMessagesRules(model: ModelConfig, info: MessagesRequestInfo, body:
 export const messages: RouteHandler = async (exchange, _params, context) => {
   const caller = await authenticateKey(exchange, context.store);
   const headers = dialectHeaders(exchange);
-  const body = await readJsonObject(exchange);
+  const { body, raw } = await readJsonBody(exchange);
   // an unknown model is a 404 whatever else is wrong with the body
   const named = modelNamed(context, caller.key, body);
   const info = validateMessagesRequest(body);
   const model = named ?? resolveModel(context.config, context.models, caller.key, info.model);
   checkMessagesRules(model, info, body);
-  await relayMessages({ exchange, context, caller, model, body, info, headers });
+  await relayMessages({ exchange, context, caller, model, body, raw, info, headers });
 };

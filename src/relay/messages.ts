@@ -19,7 +19,7 @@ import { pipeStream, type PipeOutcome } from './stream-pipe';
 import { ModelRename } from '../formats/model-rename';
 import { AnthropicStreamFill } from '../formats/anthropic-stream-fill';
 import { MAX_EVENT_BYTES } from '../formats/sse';
-import { parseBoundedJson } from '../formats/json-value';
+import { parseBoundedJson, repeatsTopLevelKey } from '../formats/json-value';
 import { utf8Text } from '../formats/utf8-text';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -32,6 +32,8 @@ export interface MessagesCall {
   caller: Caller;
   model: ModelConfig;
   body: Record<string, unknown>;
+  /** the bytes `body` was parsed from */
+  raw: Buffer;
   info: MessagesRequestInfo;
   /** anthropic-version (and anthropic-beta) of the client, forwarded to Anthropic channels */
   headers: Record<string, string>;
@@ -50,6 +52,15 @@ export async function relayMessages(call: MessagesCall): Promise<void> {
     ? perCallQuota(model, 1, ratio)
     : estimateQuota(model, estimatePromptTokens(info.promptChars, info.messageCount, info.hasImages ? 1 : 0), info.maxTokens, ratio);
   const capable = (provider: Provider) => provider.messages !== undefined;
+  // The client's bytes go upstream as they are when only the model name would change them, and it
+  // is the same: not when a top-level key is repeated, which an upstream could read otherwise than
+  // the gateway did (the model it bills). Checked once, on the first attempt that could use them.
+  let forwardable: boolean | undefined;
+  const rawFor = (upstreamModel: string): Buffer | undefined => {
+    if (upstreamModel !== body.model) return undefined;
+    forwardable ??= !repeatsTopLevelKey(call.raw, body);
+    return forwardable ? call.raw : undefined;
+  };
 
   await billedCall({ exchange, context, caller, model, endpoint: 'messages', stream: info.stream, estimate }, async (scope) => {
     const bill = (usage: MessageUsage, source: UsageSource, status: number, endReason: string, firstByteAt: number | null) => {
@@ -68,7 +79,7 @@ export async function relayMessages(call: MessagesCall): Promise<void> {
       scope.channel = attempt.channel.name;
       return attempt.provider.messages!({
         channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream: info.stream,
-        signal: scope.abort.signal, headers: call.headers, body: { ...body, model: attempt.upstreamModel },
+        signal: scope.abort.signal, headers: call.headers, body: { ...body, model: attempt.upstreamModel }, raw: rawFor(attempt.upstreamModel),
         readLimit: info.stream ? undefined : MAX_ANSWER_BYTES,
       });
     };

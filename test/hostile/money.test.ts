@@ -205,6 +205,36 @@ for (const { front, backend, label, skip } of SETUPS) describe(`money under host
     assert.ok(charged > 0 && charged <= 200_000, `charged ${charged}`);
   });
 
+  test('a body that repeats "model" (an upstream keeping the first would serve mock-vision billed as mock-chat): the upstream gets one model, the one billed', async () => {
+    const key = await createKey(setup.url, admin(), { remain_quota: 50_000 });
+    const messages = '"messages":[{"role":"user","content":"hi"}]';
+    // the same request without the repeat goes upstream byte for byte, whitespace and all
+    const plain = `{ "model" : "mock-chat", "max_tokens":5, ${messages} }`;
+    const repeated = [
+      `{"model":"mock-vision","max_tokens":5,${messages},"model":"mock-chat"}`,
+      `{"model":"mock-vision","stream":true,"max_tokens":5,${messages},"model":"mock-chat"}`,
+      `{"max_tokens":4000,"model":"mock-chat","max_tokens":5,${messages}}`,
+    ];
+    const plainAnswer = await postChat(setup.url, key.key, plain);
+    assert.equal(plainAnswer.status, 200, plainAnswer.text);
+    assert.equal(setup.mock.requests.at(-1)!.text, plain);
+    for (const body of repeated) {
+      const answer = await postChat(setup.url, key.key, body);
+      assert.equal(answer.status, 200, answer.text);
+      const sent = setup.mock.requests.at(-1)!.text!;
+      assert.equal(sent.split('"model"').length, 2, `one model upstream: ${sent}`);
+      assert.equal(sent.split('"max_tokens"').length, 2, `one max_tokens upstream: ${sent}`);
+      const parsed = JSON.parse(sent) as { model: string; max_tokens: number };
+      assert.equal(parsed.model, 'mock-chat');
+      assert.equal(parsed.max_tokens, 5);
+    }
+    await flushCharges(setup);
+    const billed = await records(1, key.id);
+    assert.equal(billed.length, 1 + repeated.length);
+    assert.ok(billed.every((record) => record.model === 'mock-chat' && record.status === 200), JSON.stringify(billed.map((record) => record.model)));
+    await settled('repeated model');
+  });
+
   test('the key API still shows consumed amounts and exact sums after all of the above', async () => {
     const listed = await call(setup.url, 'GET', '/api/token/?p=0&page_size=100', { token: admin() });
     assert.equal(listed.json.success, true);

@@ -78,6 +78,36 @@ describe('/v1/messages billing', () => {
     });
   }
 
+  test('a model the channel does not rename goes upstream byte for byte; a body repeating "model" goes with one, the one billed', async () => {
+    const own = await createKey(fx.setup.url, fx.setup.gateway.adminToken, { remain_quota: 10_000_000 });
+    const headers = { 'x-api-key': own.key };
+    const messages = `"messages":[{"role":"user","content":"${QUESTION}"}]`;
+    const plain = `{ "model": "claude-text",\n "max_tokens": 300, ${messages} }`;
+    const answer = await postMessages(fx.setup.url, headers, plain);
+    assert.equal(answer.status, 200, answer.text);
+    assert.equal(fx.lastUpstream().text, plain);
+    // claude-mock costs three times claude-text: an upstream keeping the first "model" would serve it billed as claude-text
+    for (const stream of [false, true]) {
+      const repeated = `{"model":"claude-mock","max_tokens":300,"stream":${stream},${messages},"model":"claude-text"}`;
+      const again = await postMessages(fx.setup.url, headers, repeated);
+      assert.equal(again.status, 200, again.text);
+      const sent = fx.lastUpstream().text!;
+      assert.equal(sent.split('"model"').length, 2, `one model upstream: ${sent}`);
+      assert.equal((JSON.parse(sent) as { model: string }).model, 'claude-text');
+    }
+    await flushCharges(fx.setup);
+    const records = (await fx.store().usage.list(1, { keyId: own.id }, 0, 10)).items;
+    assert.equal(records.length, 3);
+    const quota = expectedQuota(PRICES.claudeText, { input: Math.ceil(QUESTION.length / 4), output: 20 });
+    for (const record of records) {
+      assert.equal(record.model, 'claude-text');
+      assert.equal(record.quota, quota);
+    }
+    const object = await keyObject(fx.setup.url, fx.setup.gateway.adminToken, own.id);
+    assert.equal(object.used_quota, 3 * quota);
+    assert.equal(object.remain_quota, 10_000_000 - 3 * quota);
+  });
+
   test('an upstream without usage is billed from a local count, marked estimated', async () => {
     fx.setup.mock.script({ omitUsage: true });
     const { message, record } = await billed('claude-mock', false);

@@ -23,7 +23,7 @@ function messagesHeaders(call: UpstreamCall): Record<string, string> {
 
 export const anthropicProvider: ProviderFactory = (context): Provider => withTranslatedResponses(context, {
   messages: (call: JsonCall) => callUpstream(context, call, {
-    method: 'POST', url: messagesUrl(call), headers: messagesHeaders(call), body: JSON.stringify(call.body),
+    method: 'POST', url: messagesUrl(call), headers: messagesHeaders(call), body: call.raw ?? JSON.stringify(call.body),
   }),
 
   async chatCompletions(call: JsonCall) {

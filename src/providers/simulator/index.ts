@@ -65,7 +65,7 @@ function withTranslatedMessages(context: ProviderContext, provider: Provider): P
   const chatCompletions = provider.chatCompletions!;
   return {
     ...provider,
-    messages: messagesOverChat(context, (call, bodyText) => chatCompletions({ ...call, body: JSON.parse(bodyText) })),
+    messages: messagesOverChat(context, (call, bodyText) => chatCompletions({ ...call, body: JSON.parse(bodyText), raw: undefined })),
     responses: responsesOverChat(context, chatCompletions),
   };
 }
