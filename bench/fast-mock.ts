@@ -2,8 +2,9 @@
 // tests use), recorded once at start and then served from memory by uWS, so the mock and the load
 // generator, sharing one core, leave the gateway under test room to saturate its own.
 //
-// It answers POST …/chat/completions only: a stream (with its usage chunk) when the request body
-// holds `"stream":true`, the JSON answer otherwise. Everything else is a 404. A stream goes out in
+// It answers POST …/chat/completions and POST …/messages (the Anthropic dialect Claude Code speaks):
+// a stream (with its usage) when the request body holds `"stream":true`, the JSON answer otherwise.
+// Everything else is a 404. A stream goes out in
 // the shape the request names in its body (`"bench_stream":"SHAPE/CONTENT_CHUNKS/GAP_MS"`, see
 // shapeMember), as models send them: every SSE event its own HTTP chunk.
 //   single     the whole stream as one HTTP chunk (the benchmark's first stream scenario)
@@ -22,12 +23,15 @@ export interface RecordedStream extends RecordedAnswer {
   /** the stream cut at its event boundaries: each event's bytes, blank line included */
   events: Buffer[];
 }
+/** One dialect's recordings: `stream` with the default count of content chunks, `streams` every recorded count. */
+export interface RecordedAnswers { plain: RecordedAnswer; stream: RecordedStream; streams: Map<number, RecordedStream> }
 export interface FastMock {
   url: string;
-  /** `stream`: the recording with the default count of content chunks; `streams`: every recorded count */
-  answers: { plain: RecordedAnswer; stream: RecordedStream; streams: Map<number, RecordedStream> };
+  /** chat completions; `messages`: the same for /v1/messages */
+  answers: RecordedAnswers & { messages: RecordedAnswers };
   close(): void;
 }
+export type Dialect = 'chat' | 'messages';
 
 export const STREAM_SHAPES = ['single', 'burst', 'per-turn', 'live'] as const;
 export type StreamShape = typeof STREAM_SHAPES[number];
@@ -42,9 +46,13 @@ export function shapeMember(shape: ShapeRequest): { bench_stream: string } {
   return { bench_stream: `${shape.shape}/${shape.contentChunks}/${shape.gapMs}` };
 }
 
-/** Events of a recorded stream: role chunk, content chunks, finish chunk, usage chunk, [DONE]. */
-export function eventsPerStream(contentChunks: number): number {
-  return contentChunks + 4;
+/**
+ * Events of a recorded stream. Chat: role chunk, content chunks, finish chunk, usage chunk, [DONE].
+ * Messages: message_start, content_block_start, ping, the deltas, content_block_stop, message_delta,
+ * message_stop.
+ */
+export function eventsPerStream(contentChunks: number, dialect: Dialect = 'chat'): number {
+  return contentChunks + (dialect === 'chat' ? 4 : 6);
 }
 
 export function splitEvents(bytes: Buffer): Buffer[] {
@@ -59,23 +67,38 @@ export function splitEvents(bytes: Buffer): Buffer[] {
 }
 
 /** One answer of the real mock, as bytes. */
-async function record(url: string, model: string, stream: boolean): Promise<RecordedAnswer> {
+async function record(url: string, model: string, stream: boolean, dialect: Dialect): Promise<RecordedAnswer> {
   const body = JSON.stringify({
     model, messages: [{ role: 'user', content: 'hello' }],
-    ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+    ...(dialect === 'messages' ? { max_tokens: 4096 } : {}),
+    ...(stream ? { stream: true, ...(dialect === 'chat' ? { stream_options: { include_usage: true } } : {}) } : {}),
   });
-  const answer = await request(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  const path = dialect === 'chat' ? '/v1/chat/completions' : '/v1/messages';
+  const headers = { 'content-type': 'application/json', ...(dialect === 'messages' ? { 'anthropic-version': '2023-06-01' } : {}) };
+  const answer = await request(`${url}${path}`, { method: 'POST', headers, body });
   const bytes = Buffer.from(await answer.body.arrayBuffer());
   const contentType = answer.headers['content-type'];
   if (answer.statusCode !== 200 || typeof contentType !== 'string') throw new Error(`the mock answered ${answer.statusCode} while recording`);
   return { contentType, bytes };
 }
 
-async function recordStream(model: string, contentChunks: number): Promise<RecordedStream> {
+async function recordStream(model: string, contentChunks: number, dialect: Dialect): Promise<RecordedStream> {
   const real = await startMockUpstream({ chunks: contentChunks, record: false });
   try {
-    const answer = await record(real.url, model, true);
+    const answer = await record(real.url, model, true, dialect);
     return { ...answer, events: splitEvents(answer.bytes) };
+  } finally {
+    await real.close();
+  }
+}
+
+/** A dialect's answers: the JSON one and a stream of each count of content chunks. */
+async function recordDialect(model: string, defaultChunks: number, counts: Set<number>, dialect: Dialect): Promise<RecordedAnswers> {
+  const streams = new Map<number, RecordedStream>();
+  for (const count of counts) streams.set(count, await recordStream(model, count, dialect));
+  const real = await startMockUpstream({ chunks: defaultChunks, record: false });
+  try {
+    return { plain: await record(real.url, model, false, dialect), stream: streams.get(defaultChunks)!, streams };
   } finally {
     await real.close();
   }
@@ -114,26 +137,22 @@ function sendShaped(response: UwsResponse, stream: RecordedStream, shape: ShapeR
   step();
 }
 
-export async function startFastMock(options: { host?: string; port?: number; chunks?: number; eventCounts?: number[]; model?: string }): Promise<FastMock> {
-  const model = options.model ?? 'bench-model';
+export async function startFastMock(options: { host?: string; port?: number; chunks?: number; eventCounts?: number[]; model?: string; messagesModel?: string }): Promise<FastMock> {
   const defaultChunks = options.chunks ?? 20;
-  const streams = new Map<number, RecordedStream>();
-  for (const count of new Set([defaultChunks, ...(options.eventCounts ?? [])])) streams.set(count, await recordStream(model, count));
-  const real = await startMockUpstream({ chunks: defaultChunks, record: false });
-  let plain: RecordedAnswer;
-  try {
-    plain = await record(real.url, model, false);
-  } finally {
-    await real.close();
-  }
-  const answers: FastMock['answers'] = { plain, stream: streams.get(defaultChunks)!, streams };
+  const counts = new Set([defaultChunks, ...(options.eventCounts ?? [])]);
+  const chat = await recordDialect(options.model ?? 'bench-model', defaultChunks, counts, 'chat');
+  const messages = await recordDialect(options.messagesModel ?? 'bench-claude', defaultChunks, counts, 'messages');
+  const answers: FastMock['answers'] = { ...chat, messages };
   const uws = loadUws(16 * 1024);
   const host = options.host ?? '127.0.0.1';
   const app = uws.App().any('/*', (response, request) => {
-    const found = request.getMethod().toUpperCase() === 'POST' && request.getUrl().endsWith('/chat/completions');
+    const url = request.getUrl();
+    const post = request.getMethod().toUpperCase() === 'POST';
+    const dialect = !post ? undefined : url.endsWith('/chat/completions') ? chat : url.endsWith('/messages') ? messages : undefined;
     let aborted = false;
     response.onAborted(() => { aborted = true; });
-    if (!found) { response.writeStatus('404 Not Found').end('not found'); return; }
+    if (!dialect) { response.writeStatus('404 Not Found').end('not found'); return; }
+    const { plain, streams } = dialect;
     const parts: Buffer[] = [];
     response.onData((chunk, isLast) => {
       parts.push(Buffer.from(new Uint8Array(chunk)));   // a copy: uWS neuters the chunk on return

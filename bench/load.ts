@@ -5,23 +5,33 @@
 import autocannon from 'autocannon';
 import { connect, type Socket } from 'node:net';
 import { Client } from '../src/upstream/undici';
-import { eventsPerStream, shapeMember, type ShapeRequest } from './fast-mock';
+import { eventsPerStream, shapeMember, type Dialect, type ShapeRequest } from './fast-mock';
 import { cpuSeconds } from './processes';
 import { StreamClients } from './streams';
 
 export interface Endpoint {
-  /** full URL of the chat completions endpoint */
+  /** full URL of the chat completions endpoint (or, from dialectEndpoint, of /v1/messages) */
   url: string;
   headers: Record<string, string>;
+  /** what a completed stream's last event holds (default `data: [DONE]`, chat's) */
+  endMarker?: string;
 }
 
-export type ScenarioId = 'chat-1' | 'stream-1' | 'chat-50' | 'stream-50' | 'burst-50' | 'per-turn-50' | 'live';
+/** the last event of a Messages stream */
+const MESSAGES_END = '{"type":"message_stop"}';
+
+export type ScenarioId = 'chat-1' | 'stream-1' | 'chat-50' | 'stream-50' | 'burst-50' | 'per-turn-50' | 'live' | 'messages-live';
+
+/** The model the benchmark's Tollgate serves on /v1/messages, from an `anthropic` channel (the fast mock's Messages answers). */
+export const BENCH_MESSAGES_MODEL = 'bench-claude';
 
 export interface Scenario {
   id: ScenarioId;
   label: string;
   stream: boolean;
   connections: number;
+  /** the route: chat completions (default), or /v1/messages with an Anthropic request for BENCH_MESSAGES_MODEL */
+  dialect?: Dialect;
   /** how the mock sends the stream (absent: one HTTP chunk, the mock's default) */
   shape?: ShapeRequest;
   /** SSE events per call, for CPU per event (streams only) */
@@ -60,6 +70,12 @@ export function scenarios(options: ScenarioOptions): Scenario[] {
       stream: true, connections: live.connections, events: eventsPerStream(live.chunks),
       shape: { shape: 'live', contentChunks: live.chunks, gapMs: live.gapMs }, windowSeconds: live.seconds,
     },
+    // the same model on /v1/messages, as Claude Code streams it from an Anthropic channel
+    {
+      id: 'messages-live', label: `messages stream live (${eventsPerStream(live.chunks, 'messages')} events ${live.gapMs} ms apart), ${live.connections} connections`,
+      stream: true, dialect: 'messages', connections: live.connections, events: eventsPerStream(live.chunks, 'messages'),
+      shape: { shape: 'live', contentChunks: live.chunks, gapMs: live.gapMs }, windowSeconds: live.seconds,
+    },
   ];
 }
 
@@ -78,6 +94,25 @@ export function chatBody(model: string, stream: boolean, shape?: ShapeRequest): 
     ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
     ...(stream && shape ? shapeMember(shape) : {}),
   });
+}
+
+/** A /v1/messages request as the Anthropic SDK sends it (max_tokens is required there). */
+export function messagesBody(model: string, stream: boolean, shape?: ShapeRequest): string {
+  return JSON.stringify({
+    model, max_tokens: 1024,
+    system: 'You are a helpful assistant.',
+    messages: [{ role: 'user', content: 'Say hello in one short sentence.' }],
+    ...(stream ? { stream: true } : {}),
+    ...(stream && shape ? shapeMember(shape) : {}),
+  });
+}
+
+/** The endpoint of a scenario's route: the chat completions URL as given, or /v1/messages beside it. */
+export function dialectEndpoint(endpoint: Endpoint, dialect: Dialect = 'chat'): Endpoint {
+  if (dialect === 'chat') return endpoint;
+  const url = new URL(endpoint.url);
+  url.pathname = url.pathname.replace(/\/chat\/completions$/, '/messages');
+  return { url: url.toString(), headers: endpoint.headers, endMarker: MESSAGES_END };
 }
 
 /**
@@ -236,9 +271,10 @@ export async function runLongStreams(endpoint: Endpoint, body: string, connectio
 }
 
 /** One scenario against one target: autocannon for short calls, StreamClients for long streams. */
-export function runScenario(endpoint: Endpoint, model: string, scenario: Scenario, seconds: number, warmupSeconds: number,
+export function runScenario(chatEndpoint: Endpoint, model: string, scenario: Scenario, seconds: number, warmupSeconds: number,
   serverPids?: () => number[]): Promise<LoadResult> {
-  const body = chatBody(model, scenario.stream, scenario.shape);
+  const endpoint = dialectEndpoint(chatEndpoint, scenario.dialect);
+  const body = scenario.dialect === 'messages' ? messagesBody(BENCH_MESSAGES_MODEL, scenario.stream, scenario.shape) : chatBody(model, scenario.stream, scenario.shape);
   if (scenario.windowSeconds !== undefined) {
     return runLongStreams(endpoint, body, scenario.connections, scenario.windowSeconds, warmupSeconds, serverPids);
   }
@@ -285,16 +321,18 @@ export async function measureFirstByte(endpoint: Endpoint, body: string, count: 
 }
 
 /** Checks one answer of each kind before measuring, so a broken target fails loudly, not as a fast table. */
-export async function checkEndpoint(endpoint: Endpoint, model: string): Promise<void> {
+export async function checkEndpoint(chatEndpoint: Endpoint, model: string, dialect: Dialect = 'chat'): Promise<void> {
+  const endpoint = dialectEndpoint(chatEndpoint, dialect);
   const url = new URL(endpoint.url);
   const client = new Client(url.origin);
   try {
     for (const stream of [false, true]) {
       const response = await client.request({
-        method: 'POST', path: url.pathname + url.search, headers: { 'content-type': 'application/json', ...endpoint.headers }, body: chatBody(model, stream),
+        method: 'POST', path: url.pathname + url.search, headers: { 'content-type': 'application/json', ...endpoint.headers },
+        body: dialect === 'chat' ? chatBody(model, stream) : messagesBody(model, stream),
       });
       const text = await response.body.text();
-      const expected = stream ? '[DONE]' : '"choices"';
+      const expected = dialect === 'chat' ? (stream ? '[DONE]' : '"choices"') : (stream ? MESSAGES_END : '"type":"message"');
       if (response.statusCode !== 200 || !text.includes(expected)) {
         throw new Error(`${endpoint.url} answered ${response.statusCode} to a ${stream ? 'stream' : 'non-stream'} request: ${text.slice(0, 300)}`);
       }

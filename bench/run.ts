@@ -9,7 +9,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
-import { checkEndpoint, chatBody, IdleConnections, isThroughput, measureFirstByte, runLoad, runScenario, scenarios, type Endpoint, type Scenario, type ScenarioOptions } from './load';
+import { BENCH_MESSAGES_MODEL, checkEndpoint, chatBody, IdleConnections, isThroughput, measureFirstByte, runLoad, runScenario, scenarios, type Endpoint, type Scenario, type ScenarioOptions } from './load';
 import { deploymentMemory, idleDeploymentMemory, measureOpenStreams, type DeploymentMemory, type OpenStreamsReport } from './memory';
 import { ChildProcesses, choosePlacement, MemorySampler, pinSelf, readMemory, type Placement } from './processes';
 import {
@@ -63,8 +63,10 @@ interface Subject { run: TargetRun; endpoint: Endpoint; idle?: { count: number; 
  */
 async function measureAll(subjects: Subject[], measure: Measure): Promise<void> {
   const { options, scenarioList, model } = measure;
+  const dialects = new Set(scenarioList.map((scenario) => scenario.dialect ?? 'chat'));
   for (const subject of subjects) {
     await checkEndpoint(subject.endpoint, model);
+    if (dialects.has('messages')) await checkEndpoint(subject.endpoint, BENCH_MESSAGES_MODEL, 'messages');
     if (options.startWarmup > 0) {
       log(`  ${subject.run.label}: ${options.startWarmup} s of start-up warm-up`);
       for (const stream of [false, true]) await runLoad(subject.endpoint, chatBody(model, stream), START_WARMUP_CONNECTIONS, options.startWarmup / 2, 0);
@@ -291,7 +293,9 @@ async function external(options: Options, notes: string[]): Promise<{ targets: T
   const run = newRun('target', `target ${new URL(endpoint.url).host}`, endpoint.url);
   notes.push(`target mode: only ${endpoint.url} (model ${model}) was measured; no mock, no pass-through baseline, so no ratios or PASS/FAIL targets`);
   const origin = new URL(endpoint.url).origin;
-  await measureAll([{ run, endpoint, idle: { count: options.idle, url: origin } }], { options, scenarioList: selectedScenarios(options), model });
+  const scenarioList = selectedScenarios(options).filter((scenario) => scenario.dialect === undefined);
+  if (scenarioList.length < selectedScenarios(options).length) notes.push('target mode: the messages scenario was left out (it needs the benchmark\'s own Anthropic channel and model)');
+  await measureAll([{ run, endpoint, idle: { count: options.idle, url: origin } }], { options, scenarioList, model });
   return { targets: [run], checks: [] };
 }
 

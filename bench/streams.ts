@@ -3,13 +3,14 @@
 // the load generator's core (one tail compare per socket read, no HTTP parser per chunk) and can be
 // read mid-run, so CPU per call is measured over a window of steady state rather than from the
 // first requests of a run to its last (which would count the work of calls still open at the end).
-// A call counts as completed when its answer was 200, chunked, and ended with `data: [DONE]` and
-// the terminating chunk; anything else is a failed call.
+// A call counts as completed when its answer was 200, chunked, and ended with `data: [DONE]` (or
+// the endpoint's own end marker: a Messages stream's message_stop) and the terminating chunk;
+// anything else is a failed call.
 import { connect, type Socket } from 'node:net';
 import { Samples, type Endpoint } from './load';
 
 export interface StreamCounts {
-  /** calls answered 200 that ended with [DONE] and the final chunk */
+  /** calls answered 200 that ended with [DONE] (or the endpoint's end marker) and the final chunk */
   completed: number;
   failed: number;
   /** failed calls by reason */
@@ -26,7 +27,7 @@ export interface StreamCounts {
 
 const END_OF_CHUNKED = '\r\n0\r\n\r\n';
 const DONE = 'data: [DONE]';
-/** the last bytes of an answer kept across reads: enough for [DONE], its blank line and the final chunk */
+/** the last bytes of an answer kept across reads: enough for [DONE] or message_stop, its blank line and the final chunk */
 const TAIL_BYTES = 64;
 
 interface Lane { socket: Socket | null; calls: number; inCall: boolean; begun: boolean; head: string; tail: string; sentAt: number; bytes: number }
@@ -42,6 +43,8 @@ export class StreamClients {
   /** whole-call times of completed calls, ms (reset by takeLatencies) */
   private latencies = new Samples();
   private readonly request: Buffer;
+  /** what the last event of a completed answer holds */
+  private readonly endMarker: string;
   private readonly host: string;
   private readonly port: number;
 
@@ -53,6 +56,7 @@ export class StreamClients {
     const headers = { host: url.host, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...endpoint.headers };
     const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
     this.request = Buffer.from(`POST ${url.pathname}${url.search} HTTP/1.1\r\n${lines}\r\n${body}`);
+    this.endMarker = endpoint.endMarker ?? DONE;
   }
 
   /** Connects every lane (at most `parallel` connecting at once) and starts its calls; resolves once all are sent. */
@@ -163,13 +167,14 @@ export class StreamClients {
     lane.tail = (lane.tail + text).slice(-TAIL_BYTES);
     if (!lane.tail.endsWith(END_OF_CHUNKED)) return;
     lane.inCall = false;
-    if (lane.tail.includes(DONE)) {
+    if (lane.tail.includes(this.endMarker)) {
       this.completed += 1;
       this.completedBytes += lane.bytes;
       this.latencies.push(performance.now() - lane.sentAt);
     } else {
       this.failed += 1;
-      this.failures['ended without [DONE]'] = (this.failures['ended without [DONE]'] ?? 0) + 1;
+      const reason = `ended without ${this.endMarker}`;
+      this.failures[reason] = (this.failures[reason] ?? 0) + 1;
     }
     this.send(lane);
   }

@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { request } from '../src/upstream/undici';
+import { BENCH_MESSAGES_MODEL } from './load';
 import { childPids, runNode, type ChildProcesses, type Placement } from './processes';
 import { WORKER_V8_FLAGS } from '../src/supervisor';
 
@@ -93,8 +94,11 @@ export async function startTollgate(children: ChildProcesses, placement: Placeme
     listen: { host: '127.0.0.1', port: 0 }, workers, dataDir,
     ...(options.workerSemiSpaceMb !== undefined ? { worker_semi_space_mb: options.workerSemiSpaceMb } : {}),
     groups: { default: { ratio: 1 } },
-    models: [{ id: BENCH_MODEL, price: { input: 0.15, output: 0.6 } }],
-    channels: [{ name: 'mock', type: 'openai', base_url: mockUrl, keys: ['k'], models: [BENCH_MODEL] }],
+    models: [{ id: BENCH_MODEL, price: { input: 0.15, output: 0.6 } }, { id: BENCH_MESSAGES_MODEL, price: { input: 3, output: 15 } }],
+    channels: [
+      { name: 'mock', type: 'openai', base_url: mockUrl, keys: ['k'], models: [BENCH_MODEL] },
+      { name: 'mock-anthropic', type: 'anthropic', base_url: mockUrl, keys: ['k'], models: [BENCH_MESSAGES_MODEL] },
+    ],
     ...options.config,
   };
   writeFileSync(configPath, JSON.stringify(config, null, 2));

@@ -1,9 +1,10 @@
 // The benchmark's upstream serves the real mock's answers from memory: the same wire format, the
-// stream chosen by the request body, and nothing but chat completions.
+// stream chosen by the request body, and nothing but chat completions and messages.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { connect } from 'node:net';
 import { eventsPerStream, startFastMock, type FastMock } from '../../bench/fast-mock';
+import { dialectEndpoint, messagesBody } from '../../bench/load';
 import { StreamClients } from '../../bench/streams';
 import { NO_UWS } from '../helpers/gateway';
 import { sseEvents } from './chat-harness';
@@ -39,7 +40,24 @@ test('a stream request gets the recorded event stream: the content chunks, a usa
   assert.ok(events.at(-2)!.json.usage);
 });
 
-test('anything but chat completions is a 404', { skip: NO_UWS }, async () => {
+test('/v1/messages gets the recorded Anthropic answers: a message with its usage, and a stream ending with message_stop', { skip: NO_UWS }, async () => {
+  const plain = await post('/v1/messages', { model: 'bench-claude', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] });
+  assert.equal(plain.status, 200);
+  const message = await plain.json() as { type: string; model: string; usage: { output_tokens: number } };
+  assert.equal(message.type, 'message');
+  assert.equal(message.model, 'bench-claude');
+  assert.ok(message.usage.output_tokens > 0);
+  const streamed = await post('/v1/messages', { model: 'bench-claude', max_tokens: 64, stream: true, messages: [{ role: 'user', content: 'hi' }] });
+  assert.match(streamed.headers.get('content-type') ?? '', /text\/event-stream/);
+  const events = sseEvents(await streamed.text());
+  assert.deepEqual(events.map((event) => event.json?.type), [
+    'message_start', 'content_block_start', 'ping', ...Array.from({ length: 4 }, () => 'content_block_delta'), 'content_block_stop', 'message_delta', 'message_stop',
+  ]);
+  assert.equal(events.length, eventsPerStream(4, 'messages'));
+  assert.ok(events.at(-2)!.json.usage.output_tokens > 0);
+});
+
+test('anything but chat completions and messages is a 404', { skip: NO_UWS }, async () => {
   assert.equal((await post('/v1/images/generations', { prompt: 'x' })).status, 404);
   assert.equal((await fetch(`${mock.url}/v1/chat/completions`)).status, 404);
 });
@@ -115,4 +133,21 @@ test('StreamClients: long streams on keep-alive connections, counted whole (200,
   assert.ok(await wrong.until((result) => result.failed === 1, 10_000));
   assert.deepEqual(wrong.counts().failures, { 'status 404': 1 });
   wrong.stop();
+});
+
+test('StreamClients on /v1/messages: live Messages streams, one event a chunk, counted complete at message_stop', { skip: NO_UWS }, async () => {
+  const endpoint = dialectEndpoint({ url: `${mock.url}/v1/chat/completions`, headers: {} }, 'messages');
+  assert.equal(new URL(endpoint.url).pathname, '/v1/messages');
+  const body = messagesBody('bench-claude', true, { shape: 'live', contentChunks: 4, gapMs: 5 });
+  const clients = new StreamClients(endpoint, body, 2, 2);
+  await clients.start();
+  assert.ok(await clients.until((counts) => counts.completed === 4, 10_000), JSON.stringify(clients.counts()));
+  assert.equal(clients.counts().failed, 0);
+  clients.stop();
+  // a chat stream ends with [DONE], not message_stop: counted as failed by a messages client
+  const chat = new StreamClients({ ...endpoint, url: `${mock.url}/v1/chat/completions` }, JSON.stringify(shaped('live/4/5')), 1, 1);
+  await chat.start();
+  assert.ok(await chat.until((counts) => counts.failed === 1, 10_000));
+  assert.deepEqual(chat.counts().failures, { 'ended without {"type":"message_stop"}': 1 });
+  chat.stop();
 });

@@ -55,14 +55,14 @@ test('without CPU figures the raw ratio is used, and errors fail the check whate
 });
 
 test('every stream shape is checked on CPU per call at 0.80, and a failed call anywhere fails its own check', () => {
-  const shapes: ScenarioId[] = ['burst-50', 'per-turn-50', 'live'];
+  const shapes: ScenarioId[] = ['burst-50', 'per-turn-50', 'live', 'messages-live'];
   const runOf = (id: TargetRun['id'], ratio: number, extra: Partial<LoadResult> = {}): TargetRun => ({
     id, label: id, url: 'http://127.0.0.1:1', memory: [],
     scenarios: Object.fromEntries(shapes.map((shape) => [shape, load(10_000 * ratio, 100, shape === 'live' ? extra : {})])),
   });
   const evaluate = (tollgate: TargetRun) => evaluateTargets([runOf('mock', 2), runOf('passthrough', 1), tollgate]).checks;
   const passing = evaluate(runOf('tollgate', 0.81));
-  for (const label of ['stream burst', 'stream per-turn', 'stream live']) {
+  for (const label of ['stream burst', 'stream per-turn', 'stream live', 'messages stream live']) {
     const check = passing.find((entry) => entry.name === `${label}: CPU per call, pass-through ÷ Tollgate`);
     assert.ok(check, label);
     assert.equal(check.target, '≥ 0.80');
@@ -104,6 +104,9 @@ test('the report shows CPU per call and per event for every scenario and target'
   const burst = list.find((scenario) => scenario.id === 'burst-50')!;
   assert.equal(burst.events, 24);
   assert.equal(list.find((scenario) => scenario.id === 'live')!.events, 104);
+  const messages = list.find((scenario) => scenario.id === 'messages-live')!;
+  assert.equal(messages.events, 106, 'message_start, content_block_start, ping, 100 deltas, content_block_stop, message_delta, message_stop');
+  assert.equal(messages.dialect, 'messages');
   const report: RunReport = {
     kind: 'compare', startedAt: 'now', command: 'npm run bench', machine: { cpu: 'x', cores: 2, node: 'v20', kernel: 'linux', commit: 'abc' },
     placement: 'pinned', settings: {}, scenarios: [burst], notes: [], checks: [],
