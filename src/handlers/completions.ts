@@ -10,11 +10,11 @@ import { openAIErrorEvent, promptBoundOf } from '../relay/chat';
 import { relayEndpoint, servedBy, unsupportedEndpoint } from '../relay/endpoint';
 import { resolveModel } from '../relay/permissions';
 import type { RouteHandler } from '../routes';
-import { readJsonObject } from './request-body';
+import { readJsonBody } from './request-body';
 
 export const completions: RouteHandler = async (exchange, _params, context) => {
   const caller = await authenticateKey(exchange, context.store);
-  const body = await readJsonObject(exchange);
+  const { body, raw } = await readJsonBody(exchange);
   const info = validateCompletionsRequest(body);
   const model = resolveModel(context.config, context.models, caller.key, info.model);
   if (model.kind !== 'chat' || model.chat_image) {
@@ -33,6 +33,7 @@ export const completions: RouteHandler = async (exchange, _params, context) => {
     capability: (provider) => provider.completions,
     incapable: (types) => unsupportedEndpoint(`${servedBy(model, types)}, which have no legacy text completions endpoint (/v1/completions); use /v1/chat/completions`),
     upstreamBody,
+    raw: upstreamBody === body ? raw : undefined,
     whole: {
       isAnswer: (answer) => Array.isArray(answer.choices),
       usage: (answer) => completionsUsage(answer.usage),

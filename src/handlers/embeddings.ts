@@ -9,7 +9,7 @@ import type { Usage } from '../formats/openai-usage';
 import { relayEndpoint, servedBy, unsupportedEndpoint } from '../relay/endpoint';
 import { resolveModel } from '../relay/permissions';
 import type { RouteHandler } from '../routes';
-import { readJsonObject } from './request-body';
+import { readJsonBody } from './request-body';
 
 export function requireEmbeddingModel(model: ModelConfig): void {
   if (model.kind !== 'embedding') {
@@ -21,7 +21,7 @@ const promptUsage = (tokens: number): Usage => ({ prompt_tokens: tokens, complet
 
 export const embeddings: RouteHandler = async (exchange, _params, context) => {
   const caller = await authenticateKey(exchange, context.store);
-  const body = await readJsonObject(exchange);
+  const { body, raw } = await readJsonBody(exchange);
   const info = validateEmbeddingsRequest(body);
   const model = resolveModel(context.config, context.models, caller.key, info.model);
   requireEmbeddingModel(model);
@@ -35,6 +35,7 @@ export const embeddings: RouteHandler = async (exchange, _params, context) => {
     capability: (provider) => provider.embeddings,
     incapable: (types) => unsupportedEndpoint(`${servedBy(model, types)}, which have no embeddings endpoint`),
     upstreamBody: body,
+    raw,
     whole: {
       isAnswer: (answer) => Array.isArray(answer.data),
       usage: (answer) => {

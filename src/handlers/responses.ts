@@ -61,6 +61,7 @@ export const responses: RouteHandler = async (exchange, _params, context) => {
       : badRequest(`${native.reason}, which needs a channel that speaks the Responses API itself; ${servedBy(model, types)}, `
         + 'which get the request translated. Leave it out (send the whole conversation as input, with store false or absent)', native.param, 'unsupported_parameter')),
     upstreamBody: body,
+    raw,
     whole: {
       isAnswer: (answer) => answer.object === 'response' || Array.isArray(answer.output),
       usage: (answer) => fromResponsesUsage(answer.usage),

@@ -8,7 +8,7 @@ import { estimateQuota, isPerCall, perCallQuota, usageQuota } from '../billing/p
 import type { ModelConfig } from '../config';
 import type { GatewayContext } from '../context';
 import { badRequest, upstreamError, type GatewayError, type GatewayErrorShape } from '../errors';
-import { isObject, type JsonObject } from '../formats/json-value';
+import { isObject, repeatsTopLevelKey, type JsonObject } from '../formats/json-value';
 import type { Usage } from '../formats/openai-usage';
 import { eventTooLarge, SseDecoder, type SseEvent } from '../formats/sse';
 import { utf8Text } from '../formats/utf8-text';
@@ -70,6 +70,8 @@ export interface EndpointCall extends Omit<BilledCallOptions, 'estimate'> {
   incapable(types: string[]): GatewayError;
   /** the request body for the upstream (the gateway's own fields set); `model` is set per channel */
   upstreamBody: Record<string, unknown>;
+  /** the bytes upstreamBody was parsed from, when it is the client's body unchanged: forwarded as they are where they can be */
+  raw?: Buffer;
   whole: WholeAnswerDialect;
   /** a fresh rewriter per stream attempt (stream calls only) */
   streamRewriter?(): StreamRewriter;
@@ -98,20 +100,23 @@ export function servedBy(model: ModelConfig, types: string[]): string {
 }
 
 /**
- * The upstream body as JSON text without its `model`, serialised once before admission: a body
- * nested too deeply to serialise is the client's 400 here, not a failed call later. Each attempt
- * puts its channel's model name in front (withModel).
+ * The text each attempt sends: the client's bytes as they are when the channel's model name is the
+ * one they hold and no top-level key is repeated (an upstream could read a repeated one otherwise
+ * than the gateway did: the model it bills); else the body without its `model`, serialised once,
+ * with the channel's model name put in front.
  */
-function serialiseWithoutModel(body: Record<string, unknown>): string {
-  try {
-    return JSON.stringify({ ...body, model: undefined });
-  } catch {
-    throw badRequest('request body is nested too deeply to forward', undefined, 'invalid_json');
-  }
-}
-
-function withModel(rest: string, model: string): string {
-  return rest === '{}' ? `{"model":${JSON.stringify(model)}}` : `{"model":${JSON.stringify(model)},${rest.slice(1)}`;
+function upstreamText(call: EndpointCall): (upstreamModel: string) => string | Buffer {
+  const { raw, upstreamBody } = call;
+  let forwardable: boolean | undefined;
+  let rest: string | undefined;
+  return (upstreamModel) => {
+    if (raw !== undefined && upstreamModel === upstreamBody.model) {
+      forwardable ??= !repeatsTopLevelKey(raw, upstreamBody);
+      if (forwardable) return raw;
+    }
+    rest ??= JSON.stringify({ ...upstreamBody, model: undefined });
+    return rest === '{}' ? `{"model":${JSON.stringify(upstreamModel)}}` : `{"model":${JSON.stringify(upstreamModel)},${rest.slice(1)}`;
+  };
 }
 
 export const unsupportedEndpoint = (message: string, param = 'model'): GatewayError => badRequest(message, param, 'unsupported_endpoint');
@@ -121,8 +126,7 @@ export function relayEndpoint(call: EndpointCall): Promise<void> {
   const capable = (provider: Provider) => call.capability(provider) !== undefined;
   const missing = missingCapability(context, model, caller.key.group, capable);
   if (missing !== undefined) return Promise.reject(call.incapable(missing));
-  let rest: string;
-  try { rest = serialiseWithoutModel(call.upstreamBody); } catch (error) { return Promise.reject(error); }
+  const textFor = upstreamText(call);
   const perCall = isPerCall(model);
   const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
   const estimate = perCall ? perCallQuota(model, 1, ratio) : estimateQuota(model, call.promptEstimate, call.bounds.completion, ratio);
@@ -148,7 +152,7 @@ export function relayEndpoint(call: EndpointCall): Promise<void> {
       scope.channel = attempt.channel.name;
       return call.capability(attempt.provider)!({
         channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream, signal: scope.abort.signal,
-        body: { ...call.upstreamBody, model: attempt.upstreamModel }, raw: withModel(rest, attempt.upstreamModel), readLimit: stream ? undefined : MAX_ANSWER_BYTES,
+        body: { ...call.upstreamBody, model: attempt.upstreamModel }, raw: textFor(attempt.upstreamModel), readLimit: stream ? undefined : MAX_ANSWER_BYTES,
       });
     };
 

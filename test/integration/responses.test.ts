@@ -45,6 +45,31 @@ describe('POST /v1/responses', () => {
     await settled('native');
   });
 
+  test('responses, embeddings and completions bodies go upstream byte for byte; one that repeats "model" goes with one, the one billed', async () => {
+    const cases = [
+      { path: '/v1/responses', model: 'mock-chat', rest: '"input":"Say hello","max_output_tokens":8' },
+      { path: '/v1/embeddings', model: 'mock-embedding', rest: '"input":["abcdefgh","abcd"],"encoding_format":"float"' },
+      { path: '/v1/completions', model: 'mock-chat', rest: '"prompt":"Say this is a test","max_tokens":7' },
+    ];
+    const post = async (path: string, body: string) => {
+      const answer = await call(suite.setup.url, 'POST', path, { token: `Bearer ${suite.key.key}`, rawBody: body });
+      assert.equal(answer.status, 200, `${path}: ${answer.text}`);
+      return suite.setup.mock.requests.at(-1)!.text!;
+    };
+    for (const { path, model, rest } of cases) {
+      const plain = `{ "model" : "${model}",\n ${rest} }`;
+      assert.equal(await post(path, plain), plain, `${path}: forwarded as it came`);
+      // mock-vision is dearer than either model: an upstream keeping the first "model" would serve it billed as the last
+      const sent = await post(path, `{"model":"mock-vision",${rest},"model":"${model}"}`);
+      assert.equal(sent.split('"model"').length, 2, `${path}: one model upstream: ${sent}`);
+      assert.equal((JSON.parse(sent) as { model: string }).model, model);
+    }
+    await flushCharges(suite.setup);
+    const billed = await suite.records();
+    assert.deepEqual(billed.slice(0, 2 * cases.length).map((record) => record.model).reverse(), cases.flatMap(({ model }) => [model, model]));
+    await settled('raw bodies');
+  });
+
   test('cached input tokens are billed at the cached input price', async () => {
     suite.setup.mock.script({ usageOverride: { prompt_tokens: 1000, completion_tokens: 10, cached_tokens: 800 } });
     const response = await client(suite.setup.url, suite.key.key).responses.create({ model: 'mock-cached', input: 'x'.repeat(4000), max_output_tokens: 20 });
