@@ -1,6 +1,8 @@
 // The gateway's own work per model call, without a network: a real gateway (LMDB in a temp dir,
-// ledger, access log, metrics) whose chat calls come through its dispatcher from an in-memory
-// Exchange, and whose OpenAI provider answers with the fast mock's recorded bytes on a later turn.
+// ledger, access log, metrics) whose model calls come through its dispatcher from an in-memory
+// Exchange, and whose upstreams answer with the fast mock's recorded bytes on a later turn: chat
+// through the OpenAI provider's call replaced, messages through the Anthropic provider whole on a
+// recorded undici dispatcher.
 // What is left out is what the pass-through does too (uWS, undici, the kernel), so this isolates
 // Tollgate's own JavaScript above its front, and on a noisy machine its rounds mostly agree within
 // 5-10% where the load scenarios' spread by tens of percent: a change of ~1 µs shows here. It runs
@@ -21,8 +23,11 @@ import { AccessLog } from '../src/ops/access-log';
 import type { UpstreamAnswer } from '../src/providers/types';
 import { createDispatcher } from '../src/routes';
 import type { BodySource } from '../src/upstream/upstream-call';
+import type { Dispatcher } from '../src/upstream/undici';
+import type { UpstreamPools } from '../src/upstream/pools';
+import { anthropicProvider } from '../src/providers/anthropic';
 import { startFastMock, type FastMock } from './fast-mock';
-import { agentChatBody, chatBody } from './load';
+import { agentChatBody, BENCH_MESSAGES_MODEL, chatBody, claudeCodeMessagesBody } from './load';
 import { choosePlacement, statCpuSeconds } from './processes';
 import { describeMachine, median, RESULTS_DIR } from './report';
 import { BENCH_MODEL } from './targets';
@@ -37,6 +42,12 @@ interface Scenario {
   channels: Array<{ name: string; priority?: number; weight?: number }>;
   /** the request body (default: the load scenarios' short chat request) */
   body?: (model: string, stream: boolean) => string;
+  /**
+   * `messages`: /v1/messages to an `anthropic` channel whose provider code runs whole (request
+   * bytes, headers, the answer read back), only undici's pool replaced by one that answers the fast
+   * mock's recorded message on a later turn
+   */
+  route?: 'messages';
 }
 
 const ONE_CHANNEL = [{ name: 'mock' }];
@@ -47,7 +58,29 @@ const SCENARIOS: readonly Scenario[] = [
   { name: 'non-stream, 3 channels', stream: false, channels: [{ name: 'primary-a', priority: 10, weight: 3 }, { name: 'primary-b', priority: 10, weight: 1 }, { name: 'fallback', priority: 0 }] },
   // what a coding agent sends: tools, a long history, Chinese text (bench/load.ts agentChatBody)
   { name: 'non-stream, agent request', stream: false, channels: ONE_CHANNEL, body: agentChatBody },
+  // Claude Code's route and request (bench/load.ts claudeCodeMessagesBody)
+  { name: 'messages, Claude Code request', stream: false, channels: ONE_CHANNEL, body: claudeCodeMessagesBody, route: 'messages' },
 ];
+
+/**
+ * An undici dispatcher that answers every request with one recorded answer on a later turn, as a
+ * pool does: the handler gets the connection, the head, the body and the end. A string body is
+ * encoded to bytes as undici encodes it to write it.
+ */
+function recordedDispatcher(answer: { contentType: string; bytes: Buffer }): Dispatcher {
+  const head = [Buffer.from('content-type'), Buffer.from(answer.contentType)];
+  const dispatch = (options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean => {
+    if (typeof options.body === 'string') Buffer.from(options.body);
+    setImmediate(() => {
+      handler.onConnect?.(() => undefined);
+      handler.onHeaders?.(200, head, () => undefined, 'OK');
+      handler.onData?.(answer.bytes);
+      handler.onComplete?.([]);
+    });
+    return true;
+  };
+  return { dispatch } as unknown as Dispatcher;
+}
 
 /** An answer's bytes as the upstream call hands them over: data, then end, on a later turn. */
 class RecordedBody extends EventEmitter implements BodySource {
@@ -59,7 +92,6 @@ class RecordedBody extends EventEmitter implements BodySource {
 /** The front's side of one call, in memory: the request's headers and body, the answer counted. */
 class MemoryExchange implements Exchange {
   readonly method = 'POST';
-  readonly path = '/v1/chat/completions';
   readonly remoteAddress = '127.0.0.1';
   bodyLimit = 0;
   aborted = false;
@@ -68,7 +100,7 @@ class MemoryExchange implements Exchange {
   model = '';
   answered = 0;
 
-  constructor(private readonly headers: Headers, private readonly raw: Buffer, private readonly done: (exchange: MemoryExchange) => void) {}
+  constructor(readonly path: string, private readonly headers: Headers, private readonly raw: Buffer, private readonly done: (exchange: MemoryExchange) => void) {}
 
   get query(): URLSearchParams { return new URLSearchParams(); }
   header(name: string): string | undefined { return this.headers[name]; }
@@ -123,13 +155,15 @@ const threadCpuSeconds = () => statCpuSeconds('/proc/thread-self/stat');
  */
 async function runScenario(scenario: Scenario, options: Required<InProcessOptions>, answers: FastMock['answers']): Promise<Omit<InProcessRow, 'scenario'>> {
   const { stream } = scenario;
+  const messages = scenario.route === 'messages';
+  const model = messages ? BENCH_MESSAGES_MODEL : BENCH_MODEL;
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-in-process-'));
   const config = loadConfig({
     raw: {
       listen: { host: '127.0.0.1', port: 0 }, workers: 1, dataDir, groups: { default: { ratio: 1 } },
-      models: [{ id: BENCH_MODEL, price: { input: 0.15, output: 0.6 } }],
-      // never dialled: the provider's chat call is replaced below
-      channels: scenario.channels.map((channel) => ({ ...channel, type: 'openai', base_url: 'http://127.0.0.1:9', keys: ['k'], models: [BENCH_MODEL] })),
+      models: [{ id: model, price: { input: 0.15, output: 0.6 } }],
+      // never dialled: the provider's chat call, or for messages undici's pool, is replaced below
+      channels: scenario.channels.map((channel) => ({ ...channel, type: messages ? 'anthropic' : 'openai', base_url: 'http://127.0.0.1:9', keys: ['k'], models: [model] })),
     },
     env: { TOLLGATE_DATA_DIR: dataDir, TOLLGATE_FRONT: 'node' },
   });
@@ -154,6 +188,10 @@ async function runScenario(scenario: Scenario, options: Required<InProcessOption
     if (admin === undefined || typeof toppedUp !== 'object') throw new Error('the admin account could not be topped up');
 
     const provider = context.providers.get('openai')!;
+    // the anthropic provider as the gateway makes it, on a pool set that hands out the recorded dispatcher
+    const recorded = recordedDispatcher(answers.messages.plain);
+    const pools = { get: () => recorded } as unknown as UpstreamPools;
+    context.providers.set('anthropic', anthropicProvider({ pools, pool: context.pool, offloadThresholdBytes: config.offloadThresholdBytes }));
     // the answer comes on a later turn, as a real upstream's does: calls overlap as under load
     provider.chatCompletions = () => new Promise<UpstreamAnswer>((resolve) => setImmediate(() => {
       const body = new RecordedBody();
@@ -162,7 +200,8 @@ async function runScenario(scenario: Scenario, options: Required<InProcessOption
       setImmediate(() => { body.emit('data', answers.stream.bytes); body.emit('end'); });
     }));
     const dispatch = createDispatcher(context);
-    const raw = Buffer.from((scenario.body ?? chatBody)(BENCH_MODEL, stream));
+    const raw = Buffer.from((scenario.body ?? chatBody)(model, stream));
+    const path = messages ? '/v1/messages' : '/v1/chat/completions';
     const headers: Headers = { host: '127.0.0.1', authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': String(raw.length) };
     /** keeps CONCURRENT calls in flight (a new one starts as one ends) for `milliseconds` */
     const measure = (milliseconds: number) => new Promise<{ mainThread: number; process: number; calls: number }>((resolve, reject) => {
@@ -174,7 +213,7 @@ async function runScenario(scenario: Scenario, options: Required<InProcessOption
       let failed = false;
       const start = () => {
         inFlight += 1;
-        dispatch(new MemoryExchange(headers, raw, ended));
+        dispatch(new MemoryExchange(path, headers, raw, ended));
       };
       const ended = (exchange: MemoryExchange) => {
         inFlight -= 1;

@@ -140,6 +140,40 @@ export function agentChatBody(model: string, stream: boolean): string {
   return JSON.stringify({ model, messages, tools, tool_choice: 'auto', temperature: 0.2, ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) });
 }
 
+/**
+ * A Claude Code request on /v1/messages, as it sends them some turns into a session: a long system
+ * prompt in cache-controlled blocks, sixteen tools with long descriptions and JSON schemas, and a
+ * history of tool use whose results are files read back with Claude Code's "→" line marks and
+ * command output with box-drawing characters. ~115 KB, mostly ASCII (as one string, past the 64 K
+ * two-byte characters V8 keeps out of its large-object space).
+ */
+export function claudeCodeMessagesBody(model: string, stream: boolean): string {
+  const system = [
+    { type: 'text', text: 'You are Claude Code, Anthropic\'s official CLI for Claude.' },
+    { type: 'text', text: 'You are an interactive CLI tool that helps users with software engineering tasks. Use the instructions below and the tools available to you to assist the user. '.repeat(60), cache_control: { type: 'ephemeral' } },
+  ];
+  const tools = Array.from({ length: 16 }, (_, index) => ({
+    name: `Tool${index}`,
+    description: `Performs operation ${index} in the working directory. Usage notes: the path must be absolute; results longer than 30000 characters are truncated; prefer this tool over shell commands for operation ${index}. `.repeat(6),
+    input_schema: {
+      type: 'object', additionalProperties: false, $schema: 'http://json-schema.org/draft-07/schema#',
+      properties: { file_path: { type: 'string', description: 'The absolute path to the file' }, offset: { type: 'number', description: 'The line number to start reading from' }, limit: { type: 'number', description: 'The number of lines to read' } },
+      required: ['file_path'],
+    },
+  }));
+  const messages: Record<string, unknown>[] = [];
+  for (let round = 0; round < 6; round += 1) {
+    const file = Array.from({ length: 120 }, (_, line) => `${String(line + 1).padStart(6)}→export function step${round}_${line}(state: State): State { return { ...state, count: state.count + ${line} }; }`).join('\n');
+    messages.push({ role: 'user', content: [{ type: 'text', text: `Read src/step${round}.ts and make every step pure.` }] });
+    messages.push({ role: 'assistant', content: [{ type: 'text', text: 'I\'ll read the file first.' }, { type: 'tool_use', id: `toolu_${round}`, name: 'Tool1', input: { file_path: `/work/src/step${round}.ts` } }] });
+    messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: `toolu_${round}`, content: file }] });
+    messages.push({ role: 'assistant', content: [{ type: 'tool_use', id: `toolu_${round}b`, name: 'Tool3', input: { command: 'npm test' } }] });
+    messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: `toolu_${round}b`, content: `├── step${round}.test.ts ✓ 120 passed\n└── done in 1.2 s` }] });
+  }
+  messages.push({ role: 'user', content: [{ type: 'text', text: 'Now summarise the changes.', cache_control: { type: 'ephemeral' } }] });
+  return JSON.stringify({ model, max_tokens: 32000, system, tools, messages, metadata: { user_id: 'user_0123456789abcdef_account__session_0123' }, ...(stream ? { stream: true } : {}) });
+}
+
 export interface Percentiles { p50: number; p90: number; p99: number; mean: number; max: number; count: number }
 
 /** Growable list of float samples (milliseconds). */

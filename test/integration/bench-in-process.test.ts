@@ -7,9 +7,9 @@ import { runInProcess } from '../../bench/in-process';
 import { NO_UWS } from '../helpers/gateway';
 
 // the answers are recorded through the fast mock, a uWS server: skipped where uWS does not load (Bun)
-test('the in-process bench bills every call it measures: non-stream, stream, a model on three channels, an agent\'s request', { skip: NO_UWS }, async () => {
+test('the in-process bench bills every call it measures: non-stream, stream, a model on three channels, an agent\'s request, Claude Code\'s request', { skip: NO_UWS }, async () => {
   const rows = await runInProcess({ seconds: 0.3, rounds: 2, warmupSeconds: 0.2 });
-  assert.deepEqual(rows.map((row) => row.scenario), ['non-stream', 'stream in one chunk', 'non-stream, 3 channels', 'non-stream, agent request']);
+  assert.deepEqual(rows.map((row) => row.scenario), ['non-stream', 'stream in one chunk', 'non-stream, 3 channels', 'non-stream, agent request', 'messages, Claude Code request']);
   for (const row of rows) {
     assert.ok(row.calls > 0, `${row.scenario}: no call measured`);
     assert.ok(row.billed.calls > row.calls, `${row.scenario}: the warm-up made no call`);
