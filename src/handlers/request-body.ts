@@ -2,7 +2,7 @@
 import { badRequest } from '../errors';
 import type { Exchange } from '../http';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../formats/json-value';
-import { utf8Text } from '../formats/utf8-text';
+import { parseJsonUtf8 } from '../formats/json-utf8';
 
 export interface JsonBody { body: Record<string, unknown>; raw: Buffer }
 
@@ -10,7 +10,7 @@ export interface JsonBody { body: Record<string, unknown>; raw: Buffer }
 export function parseJsonBody(raw: Buffer): Record<string, unknown> {
   if (raw.length === 0) throw badRequest('request body is empty: send a JSON object', undefined, 'invalid_json');
   let value: unknown;
-  try { value = JSON.parse(utf8Text(raw)); } catch {
+  try { value = parseJsonUtf8(raw); } catch {
     throw badRequest('request body is not valid JSON', undefined, 'invalid_json');
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw badRequest('request body must be a JSON object', undefined, 'invalid_json');
