@@ -52,22 +52,25 @@ function splitUrl(spec: string): { origin: string; path: string } {
 }
 
 export function callUpstream(context: ProviderContext, call: UpstreamCall, spec: HttpRequestSpec): Promise<UpstreamAnswer> {
+  // what the answer's callbacks need, taken out of `call`: they do not hold the call (and the request
+  // body it carries) while the upstream takes its time
+  const { channel, readLimit, signal: callSignal } = call;
   const url = splitUrl(spec.url);
-  const pool = context.pools.get(url.origin, { connectMs: call.channel.timeouts.connectMs });
-  const firstByteMs = call.channel.timeouts.firstByteMs;
+  const pool = context.pools.get(url.origin, { connectMs: channel.timeouts.connectMs });
+  const firstByteMs = channel.timeouts.firstByteMs;
   // undici's headersTimeout runs on its coarse (~0.5–1 s tick) timers, so a first-byte timeout of a
   // few hundred ms would fire seconds late across failover attempts: short ones get an exact timer
   // and an abort handle of their own here. Long ones (the default is 60 s) are left to undici, where
   // a tick is noise, and the call's own signal goes to undici as it is.
-  let signal = call.signal;
+  let signal = callSignal;
   let firstByteTimer: NodeJS.Timeout | undefined;
   let timedOut = false;
   let forwardAbort: (() => void) | undefined;
   if (firstByteMs < EXACT_FIRST_BYTE_BELOW_MS) {
     const controller = new CallAbort();
-    forwardAbort = () => controller.abort(call.signal.reason);
-    if (call.signal.aborted) forwardAbort();
-    else call.signal.addEventListener('abort', forwardAbort, { once: true });
+    forwardAbort = () => controller.abort(callSignal.reason);
+    if (callSignal.aborted) forwardAbort();
+    else callSignal.addEventListener('abort', forwardAbort, { once: true });
     firstByteTimer = setTimeout(() => { timedOut = true; controller.abort(); }, firstByteMs);
     signal = controller.signal;
   }
@@ -79,23 +82,23 @@ export function callUpstream(context: ProviderContext, call: UpstreamCall, spec:
       body: spec.body,
       signal,
       headersTimeout: firstByteMs,
-      bodyTimeout: call.channel.timeouts.idleMs,
+      bodyTimeout: channel.timeouts.idleMs,
     }, (error, head) => {
       clearTimeout(firstByteTimer);
       if (error) {
-        if (forwardAbort) call.signal.removeEventListener('abort', forwardAbort);
-        reject(fromTransportError(timedOut ? { code: 'UND_ERR_HEADERS_TIMEOUT' } : error, call.channel.name));
+        if (forwardAbort) callSignal.removeEventListener('abort', forwardAbort);
+        reject(fromTransportError(timedOut ? { code: 'UND_ERR_HEADERS_TIMEOUT' } : error, channel.name));
         return;
       }
       const { status, contentType, body } = head!;
       if (status < 200 || status >= 300) {
-        readBounded(body, MAX_ERROR_BODY).then((text) => reject(fromUpstreamStatus(status, text, call.channel.name, upstreamSecrets(call.channel))));
+        readBounded(body, MAX_ERROR_BODY).then((text) => reject(fromUpstreamStatus(status, text, channel.name, upstreamSecrets(channel))));
         return;
       }
-      if (call.readLimit === undefined) { resolve({ status, contentType, body }); return; }
+      if (readLimit === undefined) { resolve({ status, contentType, body }); return; }
       // Read as it arrives (undici hands over the body in the same turn as the head, usually): no
       // chunks held for a reader attached later, no second promise.
-      collectBody(body, call.readLimit, call.channel.name, (error, bytes) => {
+      collectBody(body, readLimit, channel.name, (error, bytes) => {
         if (error) reject(error); else resolve({ status, contentType, body, bytes });
       });
     });

@@ -20,6 +20,7 @@ import { ModelRename } from '../formats/model-rename';
 import { AnthropicStreamFill } from '../formats/anthropic-stream-fill';
 import { MAX_EVENT_BYTES } from '../formats/sse';
 import { parseBoundedJson, repeatsTopLevelKey } from '../formats/json-value';
+import { parseJsonUtf8 } from '../formats/json-utf8';
 import { utf8Text } from '../formats/utf8-text';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -31,6 +32,7 @@ export interface MessagesCall {
   context: GatewayContext;
   caller: Caller;
   model: ModelConfig;
+  /** the parsed request; the relay lets go of it once the first attempt is sent (below) */
   body: Record<string, unknown>;
   /** the bytes `body` was parsed from */
   raw: Buffer;
@@ -44,8 +46,20 @@ export function anthropicErrorEvent(error: GatewayErrorShape): string {
   return `event: error\ndata: ${renderError(error, 'anthropic').body}\n\n`;
 }
 
-export async function relayMessages(call: MessagesCall): Promise<void> {
-  const { exchange, context, caller, model, body, info } = call;
+/**
+ * Not an async function: its suspended frame would hold `call`, and with it the parsed request, for
+ * the whole call (see `held`).
+ */
+export function relayMessages(call: MessagesCall): Promise<void> {
+  const { exchange, context, caller, model, info, raw, headers } = call;
+  // A coding agent's request parses to a large tree, and a call lives for seconds (minutes, streamed):
+  // held that long, the garbage collector copies it and moves it to the old generation, and marks it
+  // there until the call ends. The bytes are kept instead; what needs the request after the first
+  // attempt is sent (a failover, a local prompt count) parses them again. Nothing below the first
+  // attempt refers to `call`.
+  let held: Record<string, unknown> | undefined = call.body;
+  const request = (): Record<string, unknown> => held ?? parseJsonUtf8(raw) as Record<string, unknown>;
+  const clientModel = call.body.model;
   const perCall = isPerCall(model);
   const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
   const estimate = perCall
@@ -56,13 +70,13 @@ export async function relayMessages(call: MessagesCall): Promise<void> {
   // is the same: not when a top-level key is repeated, which an upstream could read otherwise than
   // the gateway did (the model it bills). Checked once, on the first attempt that could use them.
   let forwardable: boolean | undefined;
-  const rawFor = (upstreamModel: string): Buffer | undefined => {
-    if (upstreamModel !== body.model) return undefined;
-    forwardable ??= !repeatsTopLevelKey(call.raw, body);
-    return forwardable ? call.raw : undefined;
+  const rawFor = (upstreamModel: string, body: Record<string, unknown>): Buffer | undefined => {
+    if (upstreamModel !== clientModel) return undefined;
+    forwardable ??= !repeatsTopLevelKey(raw, body);
+    return forwardable ? raw : undefined;
   };
 
-  await billedCall({ exchange, context, caller, model, endpoint: 'messages', stream: info.stream, estimate }, async (scope) => {
+  return billedCall({ exchange, context, caller, model, endpoint: 'messages', stream: info.stream, estimate }, async (scope) => {
     const bill = (usage: MessageUsage, source: UsageSource, status: number, endReason: string, firstByteAt: number | null) => {
       // Anthropic's input_tokens excludes cache reads and writes; the prompt is all three.
       const promptTokens = usage.input + usage.cacheRead + usage.cacheCreation;
@@ -77,9 +91,11 @@ export async function relayMessages(call: MessagesCall): Promise<void> {
     };
     const send = (attempt: Attempt) => {
       scope.channel = attempt.channel.name;
+      const body = request();
+      held = undefined;
       return attempt.provider.messages!({
         channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream: info.stream,
-        signal: scope.abort.signal, headers: call.headers, body: { ...body, model: attempt.upstreamModel }, raw: rawFor(attempt.upstreamModel),
+        signal: scope.abort.signal, headers, body: { ...body, model: attempt.upstreamModel }, raw: rawFor(attempt.upstreamModel, body),
         readLimit: info.stream ? undefined : MAX_ANSWER_BYTES,
       });
     };
@@ -94,7 +110,7 @@ export async function relayMessages(call: MessagesCall): Promise<void> {
       let source: UsageSource = 'upstream';
       let rewritten = false;
       if (!usage) {
-        usage = { input: localPromptTokens(body), output: completionTokensOfMessage(message), cacheRead: 0, cacheCreation: 0 };
+        usage = { input: localPromptTokens(request()), output: completionTokensOfMessage(message), cacheRead: 0, cacheCreation: 0 };
         source = 'estimated';
         message.usage = { input_tokens: usage.input, output_tokens: usage.output };
         rewritten = true;
@@ -114,7 +130,7 @@ export async function relayMessages(call: MessagesCall): Promise<void> {
       // message_start names the model (the upstream's name is swapped for the client's) and its usage
       // (filled in, with what is billed, when the upstream left it out)
       const first = new AnthropicStreamFill({
-        rename: ModelRename.between(attempt.upstreamModel, model.id), promptTokens: () => localPromptTokens(body), maxHeldBytes: MAX_EVENT_BYTES,
+        rename: ModelRename.between(attempt.upstreamModel, model.id), promptTokens: () => localPromptTokens(request()), maxHeldBytes: MAX_EVENT_BYTES,
       });
       const closing = (): string => {
         if (watch.sawMessageStop || watch.upstreamError) return '';
@@ -134,7 +150,7 @@ export async function relayMessages(call: MessagesCall): Promise<void> {
     const endReason = outcome.endReason !== 'completed' ? outcome.endReason
       : watch.upstreamError ? 'upstream_error'
         : watch.sawMessageStop || watch.sawStopReason ? 'completed' : 'upstream_truncated';
-    const watched = watch.usage(() => localPromptTokens(body));
+    const watched = watch.usage(() => localPromptTokens(request()));
     const { usage } = watched;
     // a translated stream without the upstream's usage showed (and so bills) local counts
     const source = usageReported !== undefined && !usageReported() ? 'estimated' : watched.source;
