@@ -26,7 +26,8 @@ export const completions: RouteHandler = async (exchange, _params, context) => {
   const promptEstimate = estimatePromptTokens(info.promptBytes, info.promptCount) + info.promptTokenIds;
   // the gateway always asks a stream for its usage; the client sees the usage chunk only when it asked
   const upstreamBody = info.stream ? { ...body, stream_options: { ...(isObject(body.stream_options) ? body.stream_options : {}), include_usage: true } } : body;
-  await relayEndpoint({
+  // returned, not awaited, and the local counts read request(): nothing here holds the parsed body (relay/endpoint.ts)
+  return relayEndpoint({
     exchange, context, caller, model, endpoint: 'completions', stream: info.stream,
     promptEstimate,
     bounds: { prompt: promptBoundOf(info.promptBytes, 0) + info.promptTokenIds, completion: maxOutput },
@@ -37,8 +38,8 @@ export const completions: RouteHandler = async (exchange, _params, context) => {
     whole: {
       isAnswer: (answer) => Array.isArray(answer.choices),
       usage: (answer) => completionsUsage(answer.usage),
-      localUsage: (answer) => {
-        const prompt = countPromptTokens(body);
+      localUsage: (answer, request) => {
+        const prompt = countPromptTokens(request());
         const completion = countTokens(completionText(answer));
         return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
       },
@@ -47,8 +48,8 @@ export const completions: RouteHandler = async (exchange, _params, context) => {
         answer.usage = { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.prompt_tokens + usage.completion_tokens };
       },
     },
-    streamRewriter: () => new CompletionsStream({
-      model: model.id, rewriteModel: true, includeUsage: info.includeUsageRequested, promptTokens: () => countPromptTokens(body),
+    streamRewriter: (request) => new CompletionsStream({
+      model: model.id, rewriteModel: true, includeUsage: info.includeUsageRequested, promptTokens: () => countPromptTokens(request()),
     }),
     errorEvent: openAIErrorEvent,
   });

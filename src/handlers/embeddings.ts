@@ -28,7 +28,8 @@ export const embeddings: RouteHandler = async (exchange, _params, context) => {
   // A byte-level BPE token is at least one byte: bytes / 3 leans high as a reservation, and the
   // bytes themselves bound what an upstream can truthfully report.
   const estimateTokens = Math.ceil(info.textBytes / 3) + info.arrayTokens + info.inputCount;
-  await relayEndpoint({
+  // returned, not awaited, and the local count reads request(): nothing here holds the parsed body (relay/endpoint.ts)
+  return relayEndpoint({
     exchange, context, caller, model, endpoint: 'embeddings', stream: false,
     promptEstimate: estimateTokens,
     bounds: { prompt: info.textBytes + info.arrayTokens + info.inputCount, completion: 0 },
@@ -42,7 +43,7 @@ export const embeddings: RouteHandler = async (exchange, _params, context) => {
         const tokens = embeddingsUsage(answer);
         return tokens === undefined ? undefined : promptUsage(tokens);
       },
-      localUsage: () => promptUsage(countEmbeddingTokens(body.input)),
+      localUsage: (_answer, request) => promptUsage(countEmbeddingTokens(request().input)),
       present: (answer, usage, modelId) => {
         answer.model = modelId;
         answer.usage = { prompt_tokens: usage.prompt_tokens, total_tokens: usage.prompt_tokens };

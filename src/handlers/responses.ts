@@ -50,8 +50,9 @@ export const responses: RouteHandler = async (exchange, _params, context) => {
   const maxOutput = info.maxOutputTokens ?? model.max_output_tokens;
   const promptBytes = raw.length - info.mediaBytes;
   const native = info.nativeOnly;
-  const promptTokens = () => countResponsesPromptTokens(body);
-  await relayEndpoint({
+  // returned, not awaited, and the callbacks count from request(): nothing here holds the parsed body
+  // for the call's life (relay/endpoint.ts)
+  return relayEndpoint({
     exchange, context, caller, model, endpoint: 'responses', stream: info.stream,
     promptEstimate: estimatePromptTokens(promptBytes, info.itemCount, info.imageCount),
     bounds: { prompt: promptBoundOf(promptBytes, info.imageCount), completion: maxOutput },
@@ -65,8 +66,8 @@ export const responses: RouteHandler = async (exchange, _params, context) => {
     whole: {
       isAnswer: (answer) => answer.object === 'response' || Array.isArray(answer.output),
       usage: (answer) => fromResponsesUsage(answer.usage),
-      localUsage: (answer) => {
-        const prompt = promptTokens();
+      localUsage: (answer, request) => {
+        const prompt = countResponsesPromptTokens(request());
         const completion = countTokens(responseOutputText(answer));
         return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
       },
@@ -75,6 +76,6 @@ export const responses: RouteHandler = async (exchange, _params, context) => {
         answer.usage = toResponsesUsage(usage);
       },
     },
-    streamRewriter: () => new ResponsesStream({ model: model.id, promptTokens }),
+    streamRewriter: (request) => new ResponsesStream({ model: model.id, promptTokens: () => countResponsesPromptTokens(request()) }),
   });
 };

@@ -12,6 +12,7 @@ import { isObject, repeatsTopLevelKey, type JsonObject } from '../formats/json-v
 import type { Usage } from '../formats/openai-usage';
 import { eventTooLarge, SseDecoder, type SseEvent } from '../formats/sse';
 import { utf8Text } from '../formats/utf8-text';
+import { parseJsonUtf8 } from '../formats/json-utf8';
 import { MAX_ANSWER_BYTES, readAnswer } from '../providers/http-call';
 import type { JsonCall, Provider, UpstreamAnswer } from '../providers/types';
 import { billedCall, type BilledCallOptions } from './billed-call';
@@ -49,8 +50,8 @@ export interface WholeAnswerDialect {
   isAnswer(answer: JsonObject): boolean;
   /** usage the upstream reported, undefined when it reported none */
   usage(answer: JsonObject): Usage | undefined;
-  /** usage counted locally when the upstream reported none */
-  localUsage(answer: JsonObject): Usage;
+  /** usage counted locally when the upstream reported none; `request()` is the upstream body */
+  localUsage(answer: JsonObject, request: () => JsonObject): Usage;
   /** writes the billed usage and the model name the client asked for into the answer */
   present(answer: JsonObject, usage: Usage, model: string): void;
 }
@@ -68,13 +69,17 @@ export interface EndpointCall extends Omit<BilledCallOptions, 'estimate'> {
   capability(provider: Provider): ((call: JsonCall) => Promise<UpstreamAnswer>) | undefined;
   /** the 4xx when no channel serving the model has the capability (channel types given) */
   incapable(types: string[]): GatewayError;
-  /** the request body for the upstream (the gateway's own fields set); `model` is set per channel */
+  /**
+   * the request body for the upstream (the gateway's own fields set); `model` is set per channel.
+   * With `raw`, the relay lets go of it once the first attempt is sent and parses the bytes again
+   * for what needs it later; so the callbacks below get it as `request()`, never from a closure.
+   */
   upstreamBody: Record<string, unknown>;
   /** the bytes upstreamBody was parsed from, when it is the client's body unchanged: forwarded as they are where they can be */
   raw?: Buffer;
   whole: WholeAnswerDialect;
-  /** a fresh rewriter per stream attempt (stream calls only) */
-  streamRewriter?(): StreamRewriter;
+  /** a fresh rewriter per stream attempt (stream calls only); `request()` is the upstream body */
+  streamRewriter?(request: () => JsonObject): StreamRewriter;
   /** an error as this endpoint's stream event, once the client has bytes (stream calls only) */
   errorEvent?(error: GatewayErrorShape): string;
 }
@@ -105,12 +110,11 @@ export function servedBy(model: ModelConfig, types: string[]): string {
  * than the gateway did: the model it bills); else the body without its `model`, serialised once,
  * with the channel's model name put in front.
  */
-function upstreamText(call: EndpointCall): (upstreamModel: string) => string | Buffer {
-  const { raw, upstreamBody } = call;
+function upstreamText(raw: Buffer | undefined, clientModel: unknown): (upstreamModel: string, upstreamBody: JsonObject) => string | Buffer {
   let forwardable: boolean | undefined;
   let rest: string | undefined;
-  return (upstreamModel) => {
-    if (raw !== undefined && upstreamModel === upstreamBody.model) {
+  return (upstreamModel, upstreamBody) => {
+    if (raw !== undefined && upstreamModel === clientModel) {
       forwardable ??= !repeatsTopLevelKey(raw, upstreamBody);
       if (forwardable) return raw;
     }
@@ -122,22 +126,27 @@ function upstreamText(call: EndpointCall): (upstreamModel: string) => string | B
 export const unsupportedEndpoint = (message: string, param = 'model'): GatewayError => badRequest(message, param, 'unsupported_endpoint');
 
 export function relayEndpoint(call: EndpointCall): Promise<void> {
-  const { exchange, context, caller, model, stream } = call;
-  const capable = (provider: Provider) => call.capability(provider) !== undefined;
+  const { exchange, context, caller, model, stream, raw, capability, whole, bounds, promptEstimate, streamRewriter, endpoint } = call;
+  // Nothing below refers to `call`, which holds the parsed body: with the bytes at hand it is let go
+  // of once the first attempt is sent, and parsed again for what needs it later (relay/messages.ts).
+  let held: JsonObject | undefined = call.upstreamBody;
+  const request = (): JsonObject => held ?? parseJsonUtf8(raw!) as JsonObject;
+  const endpointErrorEvent = call.errorEvent;
+  const capable = (provider: Provider) => capability(provider) !== undefined;
   const missing = missingCapability(context, model, caller.key.group, capable);
   if (missing !== undefined) return Promise.reject(call.incapable(missing));
-  const textFor = upstreamText(call);
+  const textFor = upstreamText(raw, call.upstreamBody.model);
   const perCall = isPerCall(model);
   const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
-  const estimate = perCall ? perCallQuota(model, 1, ratio) : estimateQuota(model, call.promptEstimate, call.bounds.completion, ratio);
+  const estimate = perCall ? perCallQuota(model, 1, ratio) : estimateQuota(model, promptEstimate, bounds.completion, ratio);
 
-  return billedCall({ exchange, context, caller, model, endpoint: call.endpoint, stream, estimate }, (scope) => {
+  return billedCall({ exchange, context, caller, model, endpoint, stream, estimate }, (scope) => {
     /** settles the call; returns the usage billed (bounded) */
     const bill = (usage: Usage, source: UsageSource, status: number, endReason: string, firstByteAt: number | null): Usage => {
-      const bounded = boundedUsage(usage, call.bounds.prompt, call.bounds.completion);
+      const bounded = boundedUsage(usage, bounds.prompt, bounds.completion);
       if (bounded !== usage) {
         context.log.warn({ model: model.id, channel: scope.channel, prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens,
-          prompt_bound: call.bounds.prompt, completion_bound: call.bounds.completion }, 'upstream usage above what the request can cost: billed at the bound');
+          prompt_bound: bounds.prompt, completion_bound: bounds.completion }, 'upstream usage above what the request can cost: billed at the bound');
       }
       const cached = Math.min(cachedTokens(bounded), bounded.prompt_tokens);
       const quota = perCall ? perCallQuota(model, 1, scope.ratio)
@@ -150,9 +159,11 @@ export function relayEndpoint(call: EndpointCall): Promise<void> {
     };
     const send = (attempt: Attempt) => {
       scope.channel = attempt.channel.name;
-      return call.capability(attempt.provider)!({
+      const body = request();
+      if (raw !== undefined) held = undefined;
+      return capability(attempt.provider)!({
         channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream, signal: scope.abort.signal,
-        body: { ...call.upstreamBody, model: attempt.upstreamModel }, raw: textFor(attempt.upstreamModel), readLimit: stream ? undefined : MAX_ANSWER_BYTES,
+        body: { ...body, model: attempt.upstreamModel }, raw: textFor(attempt.upstreamModel, body), readLimit: stream ? undefined : MAX_ANSWER_BYTES,
       });
     };
 
@@ -162,14 +173,14 @@ export function relayEndpoint(call: EndpointCall): Promise<void> {
       ).then(({ result: bytes, attempt }) => {
         let answer: unknown;
         try { answer = JSON.parse(utf8Text(bytes)); } catch { answer = undefined; }
-        if (!isObject(answer) || !call.whole.isAnswer(answer)) {
-          throw upstreamError(502, `upstream channel ${attempt.channel.name} answered with something that is not a ${call.endpoint} answer`, 'upstream_malformed', false);
+        if (!isObject(answer) || !whole.isAnswer(answer)) {
+          throw upstreamError(502, `upstream channel ${attempt.channel.name} answered with something that is not a ${endpoint} answer`, 'upstream_malformed', false);
         }
-        const reported = call.whole.usage(answer);
-        const usage = reported ?? call.whole.localUsage(answer);
+        const reported = whole.usage(answer);
+        const usage = reported ?? whole.localUsage(answer, request);
         const billed = bill(usage, reported ? 'upstream' : 'estimated', 200, 'completed', Date.now());
         const untouched = reported !== undefined && billed === reported && answer.model === model.id;
-        if (!untouched) call.whole.present(answer, billed, model.id);
+        if (!untouched) whole.present(answer, billed, model.id);
         exchange.respond(200, JSON_HEADERS, untouched ? bytes : JSON.stringify(answer));
       });
     }
@@ -178,20 +189,20 @@ export function relayEndpoint(call: EndpointCall): Promise<void> {
     // enough bytes went out to matter, at growing intervals, a rough count first, the tokenizer near
     // the bound. Past max output or what can be charged, the stream is cut and says why.
     const overQuota = (completionTokens: number) => {
-      const quota = usageQuota(model, { prompt_tokens: call.promptEstimate, completion_tokens: Math.ceil(completionTokens) }, scope.ratio);
+      const quota = usageQuota(model, { prompt_tokens: promptEstimate, completion_tokens: Math.ceil(completionTokens) }, scope.ratio);
       return scope.chargeable(quota) < quota;
     };
     const overBudget = (current: StreamRewriter) => {
       const rough = current.deliveredChars / 4;
-      if (rough < call.bounds.completion * 0.75 && !overQuota(rough)) return false;
+      if (rough < bounds.completion * 0.75 && !overQuota(rough)) return false;
       const delivered = current.deliveredTokens();
-      return delivered > call.bounds.completion || overQuota(delivered);
+      return delivered > bounds.completion || overQuota(delivered);
     };
     let rewriter: StreamRewriter | undefined;
     return withFailover<PipeOutcome>(context, model, caller.key.group, capable, (attempt) => send(attempt).then((answer) => {
-      const current = call.streamRewriter!();
+      const current = streamRewriter!(request);
       rewriter = current;
-      const errorEvent = (error: GatewayErrorShape) => current.errorEvent?.(error) ?? call.errorEvent!(error);
+      const errorEvent = (error: GatewayErrorShape) => current.errorEvent?.(error) ?? endpointErrorEvent!(error);
       const decoder = new SseDecoder();
       let forwarded = 0;
       let nextCheck = BUDGET_CHECK_BYTES;

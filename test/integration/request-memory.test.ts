@@ -1,4 +1,4 @@
-// A /v1/messages or /v1/chat/completions call waiting on its upstream holds its request's bytes, not
+// A /v1/messages, /v1/chat/completions or /v1/responses call waiting on its upstream holds its request's bytes, not
 // the tree they parse to: a coding agent's request parses to several times its size in the heap,
 // and a call lives for seconds, so a held tree is copied by the garbage collector and moved to the
 // old generation. Eight ~600 KB requests wait on an upstream that answers only when told; the heap
@@ -18,6 +18,11 @@ import { createKey, flushCharges } from './chat-harness';
 const SKIP = process.versions.bun ? 'measures V8\'s heap' : false;
 const CALLS = 8;
 const MESSAGE = { id: 'msg_1', type: 'message', role: 'assistant', model: 'held-claude', content: [{ type: 'text', text: 'ok' }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 50_000, output_tokens: 2 } };
+const RESPONSE = {
+  id: 'resp_1', object: 'response', created_at: 1, status: 'completed', model: 'held-gpt',
+  output: [{ type: 'message', id: 'msg_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'ok', annotations: [] }] }],
+  usage: { input_tokens: 50_000, output_tokens: 2, total_tokens: 50_002, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } },
+};
 const COMPLETION = {
   id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'held-gpt', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
   usage: { prompt_tokens: 50_000, completion_tokens: 2, total_tokens: 50_002 },
@@ -30,7 +35,8 @@ function startHoldingUpstream(): Promise<{ url: string; waiting(): number; relea
     request.resume();
     request.on('end', () => held.push(() => {
       response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(JSON.stringify(request.url?.endsWith('/messages') ? MESSAGE : COMPLETION));
+      const path = request.url ?? '';
+      response.end(JSON.stringify(path.endsWith('/messages') ? MESSAGE : path.endsWith('/responses') ? RESPONSE : COMPLETION));
     }));
   });
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({
@@ -41,13 +47,14 @@ function startHoldingUpstream(): Promise<{ url: string; waiting(): number; relea
   })));
 }
 
-/** A long coding session: ~600 KB of short text blocks, each its own object (both dialects take this shape). */
-function longRequest(model: string): string {
-  const messages = Array.from({ length: 1200 }, (_, index) => ({
-    role: index % 2 === 0 ? 'user' : 'assistant',
-    content: [{ type: 'text', text: `step ${index}: ${'read the file, change the function, run the tests → '.repeat(8)}` }],
-  }));
-  return JSON.stringify({ model, max_tokens: 1024, messages });
+/** A long coding session: ~600 KB of short text blocks, each its own object, in the route's shape. */
+function longRequest(model: string, path: string): string {
+  const turns = Array.from({ length: 1200 }, (_, index) => {
+    const role = index % 2 === 0 ? 'user' : 'assistant';
+    const text = `step ${index}: ${'read the file, change the function, run the tests → '.repeat(8)}`;
+    return { role, content: [{ type: path === '/v1/responses' ? (role === 'user' ? 'input_text' : 'output_text') : 'text', text }] };
+  });
+  return JSON.stringify(path === '/v1/responses' ? { model, max_output_tokens: 1024, input: turns } : { model, max_tokens: 1024, messages: turns });
 }
 
 let upstream: Awaited<ReturnType<typeof startHoldingUpstream>>;
@@ -83,11 +90,12 @@ const heapAfterCollection = () => { collect(); collect(); return process.memoryU
 const ROUTES: Array<{ path: string; model: string; headers: Record<string, string> }> = [
   { path: '/v1/messages', model: 'held-claude', headers: { 'anthropic-version': '2023-06-01' } },
   { path: '/v1/chat/completions', model: 'held-gpt', headers: {} },
+  { path: '/v1/responses', model: 'held-gpt', headers: {} },
 ];
 
 for (const route of ROUTES) {
   test(`${route.path}: ${CALLS} large requests waiting on their upstream hold their bytes, not their parsed trees; then answered and billed`, { skip: SKIP }, async () => {
-    const body = longRequest(route.model);
+    const body = longRequest(route.model, route.path);
     const key = await createKey(gateway.url, gateway.adminToken, { unlimited_quota: true });
     // what eight parsed copies of the request take in this heap
     const before = heapAfterCollection();
