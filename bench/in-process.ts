@@ -275,7 +275,7 @@ export async function runInProcess(options: InProcessOptions = {}): Promise<InPr
 export function renderInProcess(rows: InProcessRow[]): string {
   const machine = describeMachine();
   const lines = [
-    '# Tollgate in process: the gateway\'s own work per chat call', '',
+    '# Tollgate in process: the gateway\'s own work per model call', '',
     `- Run: ${new Date().toISOString()}, commit ${machine.commit}`,
     `- Machine: ${machine.cpu}, ${machine.cores} cores, Node ${machine.node}`,
     '- Command: `npm run bench -- --in-process` (the worker\'s V8 flags; CPU per call from /proc and process.cpuUsage: the main thread, and the whole process with its threads; medians of the rounds)', '',
