@@ -10,10 +10,10 @@
 // strings and keys holding non-ASCII bytes are then decoded from UTF-8 one by one.
 //
 // That is exact only when every character of 0x80 and above in the parsed strings came from the
-// bytes: a \u escape of such a character (`\u00e9`, `\u2028`) is refused by the check below and the
-// text is parsed as UTF-16. Invalid UTF-8 (replacement characters are toString's to place), ASCII
-// and shorter texts keep the plain path.
-import { isAscii, isUtf8, transcode } from 'node:buffer';
+// bytes: a text with a \u escape of such a character (`\u00e9`, `\u2028`) keeps the plain path, as
+// do invalid UTF-8 (replacement characters are toString's to place), ASCII, shorter texts, and
+// texts dense enough in non-ASCII characters to fit a regular two-byte string.
+import { isAscii, isUtf8 } from 'node:buffer';
 import { utf8Text } from './utf8-text';
 
 /** UTF-16 units of a two-byte string that still fits a regular heap object (128 KiB, less the header) */
@@ -25,11 +25,30 @@ const NON_ASCII = /[\x80-\xff]/;
 export function parseJsonUtf8(bytes: Buffer): unknown {
   // a text of this many bytes or fewer has at most as many UTF-16 units
   if (bytes.length <= MAX_REGULAR_TWO_BYTE_UNITS || isAscii(bytes) || !isUtf8(bytes)) return JSON.parse(utf8Text(bytes));
-  const wide = transcode(bytes, 'utf8', 'utf16le');
-  if (wide.length / 2 <= MAX_REGULAR_TWO_BYTE_UNITS) return JSON.parse(wide.toString('utf16le'));
+  // dense non-ASCII text (a long Chinese conversation) fits a regular two-byte string, and its many
+  // strings would each need decoding on the Latin-1 path: it takes the plain one
+  if (estimatedUnits(bytes) <= MAX_REGULAR_TWO_BYTE_UNITS) return JSON.parse(utf8Text(bytes));
   const text = bytes.toString('latin1');
-  if (escapesNonAscii(text)) return JSON.parse(wide.toString('utf16le'));
+  if (escapesNonAscii(text)) return JSON.parse(utf8Text(bytes));
   return decodeNonAscii(JSON.parse(text));
+}
+
+const SAMPLE_WINDOWS = 16;
+const SAMPLE_BYTES = 256;
+
+/**
+ * About how many UTF-16 units valid UTF-8 `bytes` decode to, from the share of non-ASCII bytes in
+ * windows spread over them: a non-ASCII character is 2 to 4 bytes and 1 or 2 units, about a third
+ * of its bytes. It only chooses the path; both give the same value.
+ */
+function estimatedUnits(bytes: Buffer): number {
+  const step = (bytes.length - SAMPLE_BYTES) / (SAMPLE_WINDOWS - 1);
+  let nonAscii = 0;
+  for (let window = 0; window < SAMPLE_WINDOWS; window += 1) {
+    const start = Math.floor(step * window);
+    for (let index = start; index < start + SAMPLE_BYTES; index += 1) if (bytes[index] >= 0x80) nonAscii += 1;
+  }
+  return bytes.length * (1 - (nonAscii / (SAMPLE_WINDOWS * SAMPLE_BYTES)) * (2 / 3));
 }
 
 /** Whether the JSON text holds a \u escape of a character of 0x80 or above (or one that may be). */
