@@ -26,7 +26,7 @@ export const completions: RouteHandler = async (exchange, _params, context) => {
   const promptEstimate = estimatePromptTokens(info.promptBytes, info.promptCount) + info.promptTokenIds;
   // the gateway always asks a stream for its usage; the client sees the usage chunk only when it asked
   const upstreamBody = info.stream ? { ...body, stream_options: { ...(isObject(body.stream_options) ? body.stream_options : {}), include_usage: true } } : body;
-  // returned, not awaited, and the local counts read request(): nothing here holds the parsed body (relay/endpoint.ts)
+  // returned, not awaited, and the local counts read request(): nothing here holds the parsed body (relay/held-request.ts)
   return relayEndpoint({
     exchange, context, caller, model, endpoint: 'completions', stream: info.stream,
     promptEstimate,

@@ -28,7 +28,7 @@ export const embeddings: RouteHandler = async (exchange, _params, context) => {
   // A byte-level BPE token is at least one byte: bytes / 3 leans high as a reservation, and the
   // bytes themselves bound what an upstream can truthfully report.
   const estimateTokens = Math.ceil(info.textBytes / 3) + info.arrayTokens + info.inputCount;
-  // returned, not awaited, and the local count reads request(): nothing here holds the parsed body (relay/endpoint.ts)
+  // returned, not awaited, and the local count reads request(): nothing here holds the parsed body (relay/held-request.ts)
   return relayEndpoint({
     exchange, context, caller, model, endpoint: 'embeddings', stream: false,
     promptEstimate: estimateTokens,

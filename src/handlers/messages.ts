@@ -59,6 +59,6 @@ export const messages: RouteHandler = async (exchange, _params, context) => {
   const info = validateMessagesRequest(body);
   const model = named ?? resolveModel(context.config, context.models, caller.key, info.model);
   checkMessagesRules(model, info, body);
-  // returned, not awaited: a suspended frame would hold the parsed request for the whole call (relay/messages.ts)
+  // returned, not awaited: a suspended frame would hold the parsed request for the whole call (relay/held-request.ts)
   return relayMessages({ exchange, context, caller, model, body, raw, info, headers });
 };

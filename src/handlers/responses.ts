@@ -51,7 +51,7 @@ export const responses: RouteHandler = async (exchange, _params, context) => {
   const promptBytes = raw.length - info.mediaBytes;
   const native = info.nativeOnly;
   // returned, not awaited, and the callbacks count from request(): nothing here holds the parsed body
-  // for the call's life (relay/endpoint.ts)
+  // for the call's life (relay/held-request.ts)
   return relayEndpoint({
     exchange, context, caller, model, endpoint: 'responses', stream: info.stream,
     promptEstimate: estimatePromptTokens(promptBytes, info.itemCount, info.imageCount),

@@ -14,13 +14,13 @@ import type { Exchange } from '../http';
 import { MAX_ANSWER_BYTES, readAnswer } from '../providers/http-call';
 import type { Provider, UpstreamAnswer } from '../providers/types';
 import { billedCall } from './billed-call';
+import { HeldRequest } from './held-request';
 import { withFailover, type Attempt } from './failover';
 import { pipeStream, type PipeOutcome, type StreamTransform } from './stream-pipe';
 import { eventTooLarge } from '../formats/sse';
 import { ModelRename } from '../formats/model-rename';
 import { parseBoundedJson } from '../formats/json-value';
 import { utf8Text } from '../formats/utf8-text';
-import { parseJsonUtf8 } from '../formats/json-utf8';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 /** forwarded bytes before the first weighing of a stream's output against its reservation */
@@ -87,11 +87,7 @@ function completionTextOf(parsed: { choices?: { message?: { content?: unknown } 
 
 export function relayChatCompletions(call: ChatCall): Promise<void> {
   const { exchange, context, caller, model, raw, info } = call;
-  // The parsed request is let go of once the first attempt is sent, and the bytes parsed again for
-  // what needs it later (a failover, a local count): held for the call's life, a coding agent's
-  // large tree is copied by the garbage collector and moved to the old generation (relay/messages.ts).
-  let held: Record<string, unknown> | undefined = call.body;
-  const request = (): Record<string, unknown> => held ?? parseJsonUtf8(raw) as Record<string, unknown>;
+  const request = new HeldRequest(call.body, raw);
   const perCall = isPerCall(model);
   const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
   const maxOutput = (info.maxTokens ?? model.max_output_tokens) * info.n;
@@ -125,8 +121,7 @@ export function relayChatCompletions(call: ChatCall): Promise<void> {
     const send = (attempt: Attempt, stream: boolean) => {
       scope.channel = attempt.channel.name;
       const options = { model: attempt.upstreamModel, stream, maxTokensDefault };
-      const body = request();
-      held = undefined;
+      const body = request.take();
       const upstreamBody = withUpstreamOptions(body, options);
       return attempt.provider.chatCompletions!({
         channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream, signal: scope.abort.signal,
@@ -148,7 +143,7 @@ export function relayChatCompletions(call: ChatCall): Promise<void> {
             throw upstreamError(502, `upstream channel ${attempt.channel.name} answered malformed JSON`, 'upstream_malformed', false);
           }
           if (!usage) {
-            usage = localUsage(request().messages, completionTextOf(parsed));
+            usage = localUsage(request.get().messages, completionTextOf(parsed));
             source = 'estimated';
             parsed.usage = usage;
           }
@@ -161,7 +156,7 @@ export function relayChatCompletions(call: ChatCall): Promise<void> {
     }
 
     const tail = new OpenAIStreamTail({ model: model.id, usageChunk: info.includeUsageRequested });
-    const fallbackUsage = (text: string) => localUsage(request().messages, text);
+    const fallbackUsage = (text: string) => localUsage(request.get().messages, text);
     let finished: ReturnType<OpenAIStreamTail['finish']> | undefined;
     /** the stream's end; past what the call could reserve, it finishes with `length` and says why */
     const finishTail = (cutEvent?: string) => {

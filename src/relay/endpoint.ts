@@ -12,10 +12,10 @@ import { isObject, repeatsTopLevelKey, type JsonObject } from '../formats/json-v
 import type { Usage } from '../formats/openai-usage';
 import { eventTooLarge, SseDecoder, type SseEvent } from '../formats/sse';
 import { utf8Text } from '../formats/utf8-text';
-import { parseJsonUtf8 } from '../formats/json-utf8';
 import { MAX_ANSWER_BYTES, readAnswer } from '../providers/http-call';
 import type { JsonCall, Provider, UpstreamAnswer } from '../providers/types';
 import { billedCall, type BilledCallOptions } from './billed-call';
+import { HeldRequest } from './held-request';
 import { boundedUsage, BUDGET_CHECK_BYTES, cachedTokens, quotaBoundError } from './chat';
 import { withFailover, type Attempt } from './failover';
 import { pipeStream, type PipeOutcome, type StreamTransform } from './stream-pipe';
@@ -71,8 +71,8 @@ export interface EndpointCall extends Omit<BilledCallOptions, 'estimate'> {
   incapable(types: string[]): GatewayError;
   /**
    * the request body for the upstream (the gateway's own fields set); `model` is set per channel.
-   * With `raw`, the relay lets go of it once the first attempt is sent and parses the bytes again
-   * for what needs it later; so the callbacks below get it as `request()`, never from a closure.
+   * With `raw`, the relay lets go of it once the first attempt is sent (HeldRequest); so the
+   * callbacks below get it as `request()`, never from a closure.
    */
   upstreamBody: Record<string, unknown>;
   /** the bytes upstreamBody was parsed from, when it is the client's body unchanged: forwarded as they are where they can be */
@@ -127,10 +127,9 @@ export const unsupportedEndpoint = (message: string, param = 'model'): GatewayEr
 
 export function relayEndpoint(call: EndpointCall): Promise<void> {
   const { exchange, context, caller, model, stream, raw, capability, whole, bounds, promptEstimate, streamRewriter, endpoint } = call;
-  // Nothing below refers to `call`, which holds the parsed body: with the bytes at hand it is let go
-  // of once the first attempt is sent, and parsed again for what needs it later (relay/messages.ts).
-  let held: JsonObject | undefined = call.upstreamBody;
-  const request = (): JsonObject => held ?? parseJsonUtf8(raw!) as JsonObject;
+  // nothing below refers to `call`, which holds the parsed body (HeldRequest)
+  const request = new HeldRequest(call.upstreamBody, raw);
+  const get = () => request.get();
   const endpointErrorEvent = call.errorEvent;
   const capable = (provider: Provider) => capability(provider) !== undefined;
   const missing = missingCapability(context, model, caller.key.group, capable);
@@ -159,8 +158,7 @@ export function relayEndpoint(call: EndpointCall): Promise<void> {
     };
     const send = (attempt: Attempt) => {
       scope.channel = attempt.channel.name;
-      const body = request();
-      if (raw !== undefined) held = undefined;
+      const body = request.take();
       return capability(attempt.provider)!({
         channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream, signal: scope.abort.signal,
         body: { ...body, model: attempt.upstreamModel }, raw: textFor(attempt.upstreamModel, body), readLimit: stream ? undefined : MAX_ANSWER_BYTES,
@@ -177,7 +175,7 @@ export function relayEndpoint(call: EndpointCall): Promise<void> {
           throw upstreamError(502, `upstream channel ${attempt.channel.name} answered with something that is not a ${endpoint} answer`, 'upstream_malformed', false);
         }
         const reported = whole.usage(answer);
-        const usage = reported ?? whole.localUsage(answer, request);
+        const usage = reported ?? whole.localUsage(answer, get);
         const billed = bill(usage, reported ? 'upstream' : 'estimated', 200, 'completed', Date.now());
         const untouched = reported !== undefined && billed === reported && answer.model === model.id;
         if (!untouched) whole.present(answer, billed, model.id);
@@ -200,7 +198,7 @@ export function relayEndpoint(call: EndpointCall): Promise<void> {
     };
     let rewriter: StreamRewriter | undefined;
     return withFailover<PipeOutcome>(context, model, caller.key.group, capable, (attempt) => send(attempt).then((answer) => {
-      const current = streamRewriter!(request);
+      const current = streamRewriter!(get);
       rewriter = current;
       const errorEvent = (error: GatewayErrorShape) => current.errorEvent?.(error) ?? endpointErrorEvent!(error);
       const decoder = new SseDecoder();

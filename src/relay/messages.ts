@@ -13,6 +13,7 @@ import type { Exchange } from '../http';
 import { MAX_ANSWER_BYTES, readAnswer } from '../providers/http-call';
 import type { Provider } from '../providers/types';
 import { billedCall } from './billed-call';
+import { HeldRequest } from './held-request';
 import { withFailover, type Attempt } from './failover';
 import { completionTokensOfMessage, localPromptTokens, MessagesStreamWatch, usageOfMessage, type MessageUsage, type UsageSource } from './messages-usage';
 import { pipeStream, type PipeOutcome } from './stream-pipe';
@@ -20,7 +21,6 @@ import { ModelRename } from '../formats/model-rename';
 import { AnthropicStreamFill } from '../formats/anthropic-stream-fill';
 import { MAX_EVENT_BYTES } from '../formats/sse';
 import { parseBoundedJson, repeatsTopLevelKey } from '../formats/json-value';
-import { parseJsonUtf8 } from '../formats/json-utf8';
 import { utf8Text } from '../formats/utf8-text';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -32,7 +32,7 @@ export interface MessagesCall {
   context: GatewayContext;
   caller: Caller;
   model: ModelConfig;
-  /** the parsed request; the relay lets go of it once the first attempt is sent (below) */
+  /** the parsed request; the relay lets go of it once the first attempt is sent (HeldRequest) */
   body: Record<string, unknown>;
   /** the bytes `body` was parsed from */
   raw: Buffer;
@@ -46,19 +46,10 @@ export function anthropicErrorEvent(error: GatewayErrorShape): string {
   return `event: error\ndata: ${renderError(error, 'anthropic').body}\n\n`;
 }
 
-/**
- * Not an async function: its suspended frame would hold `call`, and with it the parsed request, for
- * the whole call (see `held`).
- */
+/** Not an async function, and nothing in it refers to `call` after the start: see HeldRequest. */
 export function relayMessages(call: MessagesCall): Promise<void> {
   const { exchange, context, caller, model, info, raw, headers } = call;
-  // A coding agent's request parses to a large tree, and a call lives for seconds (minutes, streamed):
-  // held that long, the garbage collector copies it and moves it to the old generation, and marks it
-  // there until the call ends. The bytes are kept instead; what needs the request after the first
-  // attempt is sent (a failover, a local prompt count) parses them again. Nothing below the first
-  // attempt refers to `call`.
-  let held: Record<string, unknown> | undefined = call.body;
-  const request = (): Record<string, unknown> => held ?? parseJsonUtf8(raw) as Record<string, unknown>;
+  const request = new HeldRequest(call.body, raw);
   const clientModel = call.body.model;
   const perCall = isPerCall(model);
   const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
@@ -91,8 +82,7 @@ export function relayMessages(call: MessagesCall): Promise<void> {
     };
     const send = (attempt: Attempt) => {
       scope.channel = attempt.channel.name;
-      const body = request();
-      held = undefined;
+      const body = request.take();
       return attempt.provider.messages!({
         channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream: info.stream,
         signal: scope.abort.signal, headers, body: { ...body, model: attempt.upstreamModel }, raw: rawFor(attempt.upstreamModel, body),
@@ -110,7 +100,7 @@ export function relayMessages(call: MessagesCall): Promise<void> {
       let source: UsageSource = 'upstream';
       let rewritten = false;
       if (!usage) {
-        usage = { input: localPromptTokens(request()), output: completionTokensOfMessage(message), cacheRead: 0, cacheCreation: 0 };
+        usage = { input: localPromptTokens(request.get()), output: completionTokensOfMessage(message), cacheRead: 0, cacheCreation: 0 };
         source = 'estimated';
         message.usage = { input_tokens: usage.input, output_tokens: usage.output };
         rewritten = true;
@@ -130,7 +120,7 @@ export function relayMessages(call: MessagesCall): Promise<void> {
       // message_start names the model (the upstream's name is swapped for the client's) and its usage
       // (filled in, with what is billed, when the upstream left it out)
       const first = new AnthropicStreamFill({
-        rename: ModelRename.between(attempt.upstreamModel, model.id), promptTokens: () => localPromptTokens(request()), maxHeldBytes: MAX_EVENT_BYTES,
+        rename: ModelRename.between(attempt.upstreamModel, model.id), promptTokens: () => localPromptTokens(request.get()), maxHeldBytes: MAX_EVENT_BYTES,
       });
       const closing = (): string => {
         if (watch.sawMessageStop || watch.upstreamError) return '';
@@ -150,7 +140,7 @@ export function relayMessages(call: MessagesCall): Promise<void> {
     const endReason = outcome.endReason !== 'completed' ? outcome.endReason
       : watch.upstreamError ? 'upstream_error'
         : watch.sawMessageStop || watch.sawStopReason ? 'completed' : 'upstream_truncated';
-    const watched = watch.usage(() => localPromptTokens(request()));
+    const watched = watch.usage(() => localPromptTokens(request.get()));
     const { usage } = watched;
     // a translated stream without the upstream's usage showed (and so bills) local counts
     const source = usageReported !== undefined && !usageReported() ? 'estimated' : watched.source;
