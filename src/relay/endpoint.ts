@@ -8,7 +8,7 @@ import { estimateQuota, isPerCall, perCallQuota, usageQuota } from '../billing/p
 import type { ModelConfig } from '../config';
 import type { GatewayContext } from '../context';
 import { badRequest, upstreamError, type GatewayError, type GatewayErrorShape } from '../errors';
-import { isObject, repeatsTopLevelKey, type JsonObject } from '../formats/json-value';
+import { isObject, type JsonObject } from '../formats/json-value';
 import type { Usage } from '../formats/openai-usage';
 import { eventTooLarge, SseDecoder, type SseEvent } from '../formats/sse';
 import { utf8Text } from '../formats/utf8-text';
@@ -105,19 +105,14 @@ export function servedBy(model: ModelConfig, types: string[]): string {
 }
 
 /**
- * The text each attempt sends: the client's bytes as they are when the channel's model name is the
- * one they hold and no top-level key is repeated (an upstream could read a repeated one otherwise
- * than the gateway did: the model it bills); else the body without its `model`, serialised once,
- * with the channel's model name put in front.
+ * The text each attempt sends: the client's bytes as they are where they can go (HeldRequest.bytesFor);
+ * else the body without its `model`, serialised once, with the channel's model name put in front.
  */
-function upstreamText(raw: Buffer | undefined, clientModel: unknown): (upstreamModel: string, upstreamBody: JsonObject) => string | Buffer {
-  let forwardable: boolean | undefined;
+function upstreamText(request: HeldRequest): (upstreamModel: string, upstreamBody: JsonObject) => string | Buffer {
   let rest: string | undefined;
   return (upstreamModel, upstreamBody) => {
-    if (raw !== undefined && upstreamModel === clientModel) {
-      forwardable ??= !repeatsTopLevelKey(raw, upstreamBody);
-      if (forwardable) return raw;
-    }
+    const bytes = request.bytesFor(upstreamModel, upstreamBody);
+    if (bytes !== undefined) return bytes;
     rest ??= JSON.stringify({ ...upstreamBody, model: undefined });
     return rest === '{}' ? `{"model":${JSON.stringify(upstreamModel)}}` : `{"model":${JSON.stringify(upstreamModel)},${rest.slice(1)}`;
   };
@@ -126,15 +121,15 @@ function upstreamText(raw: Buffer | undefined, clientModel: unknown): (upstreamM
 export const unsupportedEndpoint = (message: string, param = 'model'): GatewayError => badRequest(message, param, 'unsupported_endpoint');
 
 export function relayEndpoint(call: EndpointCall): Promise<void> {
-  const { exchange, context, caller, model, stream, raw, capability, whole, bounds, promptEstimate, streamRewriter, endpoint } = call;
+  const { exchange, context, caller, model, stream, capability, whole, bounds, promptEstimate, streamRewriter, endpoint } = call;
   // nothing below refers to `call`, which holds the parsed body (HeldRequest)
-  const request = new HeldRequest(call.upstreamBody, raw);
+  const request = new HeldRequest(call.upstreamBody, call.raw);
   const get = () => request.get();
   const endpointErrorEvent = call.errorEvent;
   const capable = (provider: Provider) => capability(provider) !== undefined;
   const missing = missingCapability(context, model, caller.key.group, capable);
   if (missing !== undefined) return Promise.reject(call.incapable(missing));
-  const textFor = upstreamText(raw, call.upstreamBody.model);
+  const textFor = upstreamText(request);
   const perCall = isPerCall(model);
   const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
   const estimate = perCall ? perCallQuota(model, 1, ratio) : estimateQuota(model, promptEstimate, bounds.completion, ratio);

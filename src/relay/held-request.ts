@@ -8,14 +8,32 @@
 // handlers that start them and callUpstream hold neither the call nor the tree meanwhile (async
 // frames suspended across the call would: every local of one stays alive).
 import { parseJsonUtf8 } from '../formats/json-utf8';
-import type { JsonObject } from '../formats/json-value';
+import { repeatsTopLevelKey, type JsonObject } from '../formats/json-value';
 
 export class HeldRequest {
+  /** the model name the request holds */
+  private readonly model: unknown;
+  /** the bytes repeat no top-level key (checked on the first attempt that could send them) */
+  private unrepeated: boolean | undefined;
+
   /**
    * `raw`: the bytes `body` was parsed from, or undefined when `body` is the gateway's own (it is
    * then held for the call's life).
    */
-  constructor(private body: JsonObject | undefined, private readonly raw: Buffer | undefined) {}
+  constructor(private body: JsonObject | undefined, private readonly raw: Buffer | undefined) {
+    this.model = body?.model;
+  }
+
+  /**
+   * The client's bytes, to send as they are to a channel that calls the model `upstreamModel`: only
+   * when that is the name they hold and they repeat no top-level key (an upstream could read a
+   * repeated one otherwise than the gateway did: the model it bills). `body` is what take() gave.
+   */
+  bytesFor(upstreamModel: string, body: JsonObject): Buffer | undefined {
+    if (this.raw === undefined || upstreamModel !== this.model) return undefined;
+    this.unrepeated ??= !repeatsTopLevelKey(this.raw, body);
+    return this.unrepeated ? this.raw : undefined;
+  }
 
   /** The request for an attempt; held no longer once taken when its bytes can give it again. */
   take(): JsonObject {

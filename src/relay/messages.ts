@@ -20,7 +20,7 @@ import { pipeStream, type PipeOutcome } from './stream-pipe';
 import { ModelRename } from '../formats/model-rename';
 import { AnthropicStreamFill } from '../formats/anthropic-stream-fill';
 import { MAX_EVENT_BYTES } from '../formats/sse';
-import { parseBoundedJson, repeatsTopLevelKey } from '../formats/json-value';
+import { parseBoundedJson } from '../formats/json-value';
 import { utf8Text } from '../formats/utf8-text';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -48,24 +48,14 @@ export function anthropicErrorEvent(error: GatewayErrorShape): string {
 
 /** Not an async function, and nothing in it refers to `call` after the start: see HeldRequest. */
 export function relayMessages(call: MessagesCall): Promise<void> {
-  const { exchange, context, caller, model, info, raw, headers } = call;
-  const request = new HeldRequest(call.body, raw);
-  const clientModel = call.body.model;
+  const { exchange, context, caller, model, info, headers } = call;
+  const request = new HeldRequest(call.body, call.raw);
   const perCall = isPerCall(model);
   const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
   const estimate = perCall
     ? perCallQuota(model, 1, ratio)
     : estimateQuota(model, estimatePromptTokens(info.promptChars, info.messageCount, info.hasImages ? 1 : 0), info.maxTokens, ratio);
   const capable = (provider: Provider) => provider.messages !== undefined;
-  // The client's bytes go upstream as they are when only the model name would change them, and it
-  // is the same: not when a top-level key is repeated, which an upstream could read otherwise than
-  // the gateway did (the model it bills). Checked once, on the first attempt that could use them.
-  let forwardable: boolean | undefined;
-  const rawFor = (upstreamModel: string, body: Record<string, unknown>): Buffer | undefined => {
-    if (upstreamModel !== clientModel) return undefined;
-    forwardable ??= !repeatsTopLevelKey(raw, body);
-    return forwardable ? raw : undefined;
-  };
 
   return billedCall({ exchange, context, caller, model, endpoint: 'messages', stream: info.stream, estimate }, async (scope) => {
     const bill = (usage: MessageUsage, source: UsageSource, status: number, endReason: string, firstByteAt: number | null) => {
@@ -85,7 +75,7 @@ export function relayMessages(call: MessagesCall): Promise<void> {
       const body = request.take();
       return attempt.provider.messages!({
         channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream: info.stream,
-        signal: scope.abort.signal, headers, body: { ...body, model: attempt.upstreamModel }, raw: rawFor(attempt.upstreamModel, body),
+        signal: scope.abort.signal, headers, body: { ...body, model: attempt.upstreamModel }, raw: request.bytesFor(attempt.upstreamModel, body),
         readLimit: info.stream ? undefined : MAX_ANSWER_BYTES,
       });
     };
