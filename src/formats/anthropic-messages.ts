@@ -3,6 +3,7 @@
 // Unknown block types and unknown top-level fields pass, so a request forwarded to an Anthropic
 // channel keeps newer features the gateway does not know yet.
 import { badRequest } from '../errors';
+import { jsonTextLength } from './json-value';
 
 /** Every converter returns the value plus the fields it could not carry, named for logs and headers. */
 export interface Converted<T> { value: T; warnings: string[] }
@@ -164,7 +165,7 @@ function checkBlock(block: unknown, param: string, role: string, tally: Tally, n
       requireString(value.id, `${param}.id`, true);
       requireString(value.name, `${param}.name`, true);
       if (!isObject(value.input)) fail(`${param}.input`, 'must be an object');
-      tally.chars += JSON.stringify(value.input).length;
+      tally.chars += jsonTextLength(value.input);
       return;
     case 'tool_result':
       if (role !== 'user' || nested) fail(param, 'tool_result blocks belong in user messages');
@@ -202,7 +203,7 @@ function checkTools(tools: unknown): number {
     if (value.description !== undefined) requireString(value.description, `${param}.description`);
     if (!isObject(value.input_schema)) fail(`${param}.input_schema`, value.input_schema === undefined ? 'field required' : 'must be an object');
   });
-  return JSON.stringify(tools).length;
+  return jsonTextLength(tools);
 }
 
 function checkToolChoice(choice: unknown): void {

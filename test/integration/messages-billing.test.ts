@@ -78,6 +78,28 @@ describe('/v1/messages billing', () => {
     });
   }
 
+  test('tool definitions count toward the reservation: a key holding enough for the question but not for its 42,000-character tools is refused', async () => {
+    // ~14,000 prompt tokens of tools at claude-text's price against a key holding 1,000 tokens' worth
+    const remain = expectedQuota(PRICES.claudeText, { input: 1000, output: 300 });
+    const own = await createKey(fx.setup.url, fx.setup.gateway.adminToken, { remain_quota: remain });
+    const headers = { 'x-api-key': own.key };
+    const question = { model: 'claude-text', max_tokens: 300, messages: [{ role: 'user', content: QUESTION }] };
+    const tools = [{ name: 'read_file', description: 'Reads a file of the project.\n'.repeat(1400), input_schema: { type: 'object', properties: { path: { type: 'string' } } } }];
+    const refused = await postMessages(fx.setup.url, headers, { ...question, tools });
+    assert.equal(refused.status, 429, refused.text);
+    assert.equal(refused.json.type, 'error');
+    assert.match(refused.json.error.message, /quota/);
+    const answered = await postMessages(fx.setup.url, headers, question);
+    assert.equal(answered.status, 200, answered.text);
+    await flushCharges(fx.setup);
+    const records = (await fx.store().usage.list(1, { keyId: own.id }, 0, 10)).items;
+    const quota = expectedQuota(PRICES.claudeText, { input: Math.ceil(QUESTION.length / 4), output: 20 });
+    assert.deepEqual(records.map((record) => [record.status, record.quota]), [[200, quota]], 'the refused call is not billed');
+    const object = await keyObject(fx.setup.url, fx.setup.gateway.adminToken, own.id);
+    assert.equal(object.used_quota, quota);
+    assert.equal(object.remain_quota, remain - quota);
+  });
+
   test('a model the channel does not rename goes upstream byte for byte; a body repeating "model" goes with one, the one billed', async () => {
     const own = await createKey(fx.setup.url, fx.setup.gateway.adminToken, { remain_quota: 10_000_000 });
     const headers = { 'x-api-key': own.key };
