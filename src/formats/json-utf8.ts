@@ -13,8 +13,8 @@
 // bytes: a text with a \u escape of such a character (`\u00e9`, `\u2028`) keeps the plain path, as
 // do invalid UTF-8 (replacement characters are toString's to place), ASCII, shorter texts, and
 // texts dense enough in non-ASCII characters to fit a regular two-byte string.
-import { isAscii, isUtf8 } from 'node:buffer';
-import { utf8Text } from './utf8-text';
+import { isAscii, isUtf8, transcode } from 'node:buffer';
+import { BULK_DECODE_FROM_BYTES, utf8Text } from './utf8-text';
 
 /** UTF-16 units of a two-byte string that still fits a regular heap object (128 KiB, less the header) */
 export const MAX_REGULAR_TWO_BYTE_UNITS = 65_000;
@@ -60,9 +60,30 @@ function escapesNonAscii(text: string): boolean {
   return false;
 }
 
-/** A string parsed from the Latin-1 reading, as the UTF-8 reading gives it. */
+/** Below this length a pattern test finds a non-ASCII character sooner than a call into the runtime. */
+const SHORT_TEXT = 16;
+
+/** Whether a string of the Latin-1 reading holds a byte of 0x80 or above (its UTF-8 length counts two for each). */
+function holdsNonAscii(latin1: string): boolean {
+  return latin1.length < SHORT_TEXT ? NON_ASCII.test(latin1) : Buffer.byteLength(latin1, 'utf8') !== latin1.length;
+}
+
+/** Bytes of the strings being decoded, reused: strings up to this many bytes are written here. */
+const SCRATCH_BYTES = 64 * 1024;
+let scratch: Buffer | undefined;
+
+/**
+ * A string parsed from the Latin-1 reading, as the UTF-8 reading gives it. Its bytes are valid
+ * UTF-8: they lie between two quotes of a text that is (escapes of non-ASCII were ruled out).
+ */
 function decoded(latin1: string): string {
-  return NON_ASCII.test(latin1) ? utf8Text(Buffer.from(latin1, 'latin1')) : latin1;
+  if (!holdsNonAscii(latin1)) return latin1;
+  const length = latin1.length;
+  if (length > SCRATCH_BYTES) return utf8Text(Buffer.from(latin1, 'latin1'));
+  scratch ??= Buffer.allocUnsafeSlow(SCRATCH_BYTES);
+  scratch.write(latin1, 0, length, 'latin1');
+  const bytes = scratch.subarray(0, length);
+  return length < BULK_DECODE_FROM_BYTES ? bytes.toString('utf8') : transcode(bytes, 'utf8', 'utf16le').toString('utf16le');
 }
 
 /** Decodes in place every string and key of `root` holding non-ASCII bytes; iterative (any depth). */
@@ -90,7 +111,7 @@ function decodeNonAscii(root: unknown): unknown {
         const text = decoded(value);
         if (text !== value) object[key] = text;
       } else if (typeof value === 'object' && value !== null) containers.push(value);
-      if (!renamed && NON_ASCII.test(key)) renamed = true;
+      if (!renamed && holdsNonAscii(key)) renamed = true;
     }
     if (renamed) renameKeys(object);
   }

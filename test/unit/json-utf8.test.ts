@@ -65,6 +65,8 @@ test('escapes of non-ASCII characters, dense CJK, short texts, invalid UTF-8 and
     ['a non-ASCII key, "__proto__" and repeated keys', Buffer.from(`{"a":${filler},"__proto__":{"x":1},"ключ":"значение","k":1,"k":"→"}`)],
     ['a non-ASCII key holding an array', Buffer.from(`[{"a":${filler}},{"中文":["→",{"é":"ÿ"}],"z":0}]`)],
     ['a top-level string', Buffer.from(JSON.stringify(`${'a'.repeat(70_000)}→`))],
+    ['strings longer than the reused buffer, then shorter ones', Buffer.from(JSON.stringify({ a: `${'x'.repeat(70_000)}→`, b: `${'y'.repeat(2_000)}é`, c: '→', d: `é${'z'.repeat(65_536)}` }))],
+    ['a long non-ASCII key', Buffer.from(`{"a":${filler},"a key longer than sixteen → characters":1,"→ short":2}`)],
     ['dense CJK', Buffer.from(JSON.stringify({ text: '我们的季度报告显示收入增长了百分之十二。'.repeat(4000) }))],
     ['short', Buffer.from('{"a":"→","b":[1,2]}')],
   ];
