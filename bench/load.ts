@@ -20,7 +20,7 @@ export interface Endpoint {
 /** the last event of a Messages stream */
 const MESSAGES_END = '{"type":"message_stop"}';
 
-export type ScenarioId = 'chat-1' | 'stream-1' | 'chat-50' | 'stream-50' | 'burst-50' | 'per-turn-50' | 'live' | 'messages-live';
+export type ScenarioId = 'chat-1' | 'stream-1' | 'chat-50' | 'stream-50' | 'burst-50' | 'per-turn-50' | 'live' | 'messages-live' | 'agent-20' | 'claude-code-20';
 
 /** The model the benchmark's Tollgate serves on /v1/messages, from an `anthropic` channel (the fast mock's Messages answers). */
 export const BENCH_MESSAGES_MODEL = 'bench-claude';
@@ -38,7 +38,12 @@ export interface Scenario {
   events?: number;
   /** long calls: measured with StreamClients over a window of steady state, for this many seconds */
   windowSeconds?: number;
+  /** the request body (absent: the short request of its dialect, chatBody or messagesBody) */
+  body?: (model: string, stream: boolean) => string;
 }
+
+/** Connections of the scenarios that send coding agents' large requests. */
+export const AGENT_CONNECTIONS = 20;
 
 export interface ScenarioOptions {
   /** connections of the short throughput scenarios */
@@ -75,6 +80,15 @@ export function scenarios(options: ScenarioOptions): Scenario[] {
       id: 'messages-live', label: `messages stream live (${eventsPerStream(live.chunks, 'messages')} events ${live.gapMs} ms apart), ${live.connections} connections`,
       stream: true, dialect: 'messages', connections: live.connections, events: eventsPerStream(live.chunks, 'messages'),
       shape: { shape: 'live', contentChunks: live.chunks, gapMs: live.gapMs }, windowSeconds: live.seconds,
+    },
+    // coding agents' requests as they send them: what a large request costs beside the pass-through
+    {
+      id: 'agent-20', label: `non-stream, a coding agent's 29 KB chat request (tools, 20 rounds, Chinese), ${AGENT_CONNECTIONS} connections`,
+      stream: false, connections: AGENT_CONNECTIONS, body: agentChatBody,
+    },
+    {
+      id: 'claude-code-20', label: `messages non-stream, Claude Code's 115 KB request, ${AGENT_CONNECTIONS} connections`,
+      stream: false, dialect: 'messages', connections: AGENT_CONNECTIONS, body: claudeCodeMessagesBody,
     },
   ];
 }
@@ -308,7 +322,9 @@ export async function runLongStreams(endpoint: Endpoint, body: string, connectio
 export function runScenario(chatEndpoint: Endpoint, model: string, scenario: Scenario, seconds: number, warmupSeconds: number,
   serverPids?: () => number[]): Promise<LoadResult> {
   const endpoint = dialectEndpoint(chatEndpoint, scenario.dialect);
-  const body = scenario.dialect === 'messages' ? messagesBody(BENCH_MESSAGES_MODEL, scenario.stream, scenario.shape) : chatBody(model, scenario.stream, scenario.shape);
+  const scenarioModel = scenario.dialect === 'messages' ? BENCH_MESSAGES_MODEL : model;
+  const body = scenario.body ? scenario.body(scenarioModel, scenario.stream)
+    : scenario.dialect === 'messages' ? messagesBody(scenarioModel, scenario.stream, scenario.shape) : chatBody(scenarioModel, scenario.stream, scenario.shape);
   if (scenario.windowSeconds !== undefined) {
     return runLongStreams(endpoint, body, scenario.connections, scenario.windowSeconds, warmupSeconds, serverPids);
   }

@@ -11,7 +11,7 @@ const USAGE = `npm run bench -- [options]
   --start-warmup S    load each target gets once after its start, before its first scenario, half non-stream and half
                       stream at 8 connections, so that its JIT has settled (default 6; 0 = off)
   --connections N     connections of the throughput scenarios (default 50)
-  --scenarios LIST    only these scenarios (ids: chat-1,stream-1,chat-50,stream-50,burst-50,per-turn-50,live,messages-live)
+  --scenarios LIST    only these scenarios (ids: chat-1,stream-1,chat-50,stream-50,burst-50,per-turn-50,live,messages-live,agent-20,claude-code-20)
   --live-connections N   concurrent streams of the live shape (default 300)
   --live-chunks N     content chunks of a live stream (default 100: 104 events)
   --live-gap-ms N     milliseconds between a live stream's events (default 10)

@@ -77,6 +77,25 @@ test('every stream shape is checked on CPU per call at 0.80, and a failed call a
   assert.equal(failing.find((entry) => entry.name.startsWith('stream live'))!.pass, false);
 });
 
+test("coding agents' large requests are reported as ratios with no target, and their failed calls fail the run", () => {
+  const list = scenarios({ connections: 50, chunks: 20, live: { connections: 300, chunks: 100, gapMs: 10, seconds: 4 } });
+  const agent = list.find((scenario) => scenario.id === 'agent-20')!;
+  const claudeCode = list.find((scenario) => scenario.id === 'claude-code-20')!;
+  assert.equal(JSON.parse(agent.body!('m', false)).tools.length, 12);
+  assert.equal(claudeCode.dialect, 'messages');
+  assert.ok(Buffer.byteLength(claudeCode.body!('m', false)) > 100_000);
+  const ids: ScenarioId[] = ['agent-20', 'claude-code-20'];
+  const runOf = (id: TargetRun['id'], requestsPerSecond: number, extra: Partial<LoadResult> = {}): TargetRun => ({
+    id, label: id, url: 'http://127.0.0.1:1', memory: [], scenarios: Object.fromEntries(ids.map((scenario) => [scenario, load(requestsPerSecond, 100, extra)])),
+  });
+  const { checks, notes } = evaluateTargets([runOf('mock', 8_000), runOf('passthrough', 6_000), runOf('tollgate', 2_000)]);
+  assert.ok(!checks.some((check) => /coding agent|Claude Code/.test(check.name)), 'no check: the ratios are reported');
+  assert.ok(notes.some((note) => /^a coding agent's 29 KB chat request \(reported, no target\): CPU per call, pass-through ÷ Tollgate 0\.33 /.test(note)), notes.join('\n'));
+  assert.ok(notes.some((note) => note.startsWith("Claude Code's 115 KB messages request (reported, no target)")));
+  const failed = evaluateTargets([runOf('mock', 8_000), runOf('passthrough', 6_000), runOf('tollgate', 2_000, { non2xx: 5 })]).checks;
+  assert.equal(failed.find((check) => check.name.startsWith('no failed call'))!.pass, false);
+});
+
 test('memory: RSS per open stream of Tollgate\'s worker at most 32 KiB with every stream open at once; idle 1-worker low-memory deployment at most 120 MiB', () => {
   const open = (target: string, perStreamKb: number, maxOpen = 2000, failed = 0): OpenStreamsReport => ({
     target, streams: 2000, maxOpen, idleKb: 80_000, peakKb: 80_000 + perStreamKb * maxOpen, perStreamKb, completed: 2000 - failed, failed,
