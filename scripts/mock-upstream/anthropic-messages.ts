@@ -45,14 +45,16 @@ export async function handleMessages(exchange: Exchange, context: MockContext): 
   if (!Array.isArray(messages) || messages.length === 0) throw new MockError(400, 'messages: Field required');
 
   const toolName = toolToCall(body.tools, body.tool_choice, messages);
-  const inputTokens = tokensForCharacters(messagesCharacters(messages) + textCharacters(body.system));
+  const override = exchange.fault?.usageOverride;
+  const inputTokens = override?.prompt_tokens ?? tokensForCharacters(messagesCharacters(messages) + textCharacters(body.system));
+  const cacheReadTokens = override?.cached_tokens ?? 0;
   const sequence = context.nextId();
   const id = `msg_mock${sequence}`;
   const toolUseId = `toolu_mock${sequence}`;
-  const pieceCount = toolName === undefined ? allowedPieces(maxTokens, context.text.pieces.length) : 0;
+  const pieceCount = toolName === undefined ? allowedPieces(exchange.fault?.ignoreMaxTokens ? undefined : maxTokens, context.text.pieces.length) : 0;
   const stopReason = toolName !== undefined ? 'tool_use'
     : pieceCount < context.text.pieces.length ? 'max_tokens' : 'end_turn';
-  const outputTokens = toolName !== undefined ? tokensForCharacters(toolName.length + TOOL_ARGUMENTS.length) : pieceCount;
+  const outputTokens = override?.completion_tokens ?? (toolName !== undefined ? tokensForCharacters(toolName.length + TOOL_ARGUMENTS.length) : pieceCount);
   const omitUsage = exchange.fault?.omitUsage === true;
 
   if (body.stream !== true) {
@@ -65,14 +67,14 @@ export async function handleMessages(exchange: Exchange, context: MockContext): 
     sendJson(exchange.response, 200, {
       id, type: 'message', role: 'assistant', model, content: [block], stop_reason: stopReason, stop_sequence: null,
       ...(omitUsage ? {} : {
-        usage: { input_tokens: inputTokens, output_tokens: outputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+        usage: { input_tokens: inputTokens, output_tokens: outputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: cacheReadTokens },
       }),
     });
     return;
   }
 
   const startUsage = omitUsage ? ''
-    : `,"usage":{"input_tokens":${inputTokens},"output_tokens":1,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}`;
+    : `,"usage":{"input_tokens":${inputTokens},"output_tokens":1,"cache_creation_input_tokens":0,"cache_read_input_tokens":${cacheReadTokens}}`;
   const blockStart = toolName === undefined
     ? '{"type":"text","text":""}'
     : `{"type":"tool_use","id":"${toolUseId}","name":${JSON.stringify(toolName)},"input":{}}`;

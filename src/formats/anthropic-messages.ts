@@ -3,7 +3,6 @@
 // Unknown block types and unknown top-level fields pass, so a request forwarded to an Anthropic
 // channel keeps newer features the gateway does not know yet.
 import { badRequest } from '../errors';
-import { jsonTextLength } from './json-value';
 
 /** Every converter returns the value plus the fields it could not carry, named for logs and headers. */
 export interface Converted<T> { value: T; warnings: string[] }
@@ -79,7 +78,11 @@ export interface AnthropicMessage {
 }
 
 export interface MessagesRequestInfo {
-  model: string; stream: boolean; maxTokens: number; hasImages: boolean; hasDocuments: boolean; promptChars: number; messageCount: number;
+  model: string; stream: boolean; maxTokens: number; hasImages: boolean; hasDocuments: boolean; messageCount: number;
+  /** bytes of inline base64 images and documents, left out of the request's bytes for the token estimate */
+  mediaBytes: number;
+  /** image blocks, those inside tool results and document contents included */
+  imageCount: number;
   /** output_config.format asks for JSON following a schema */
   jsonSchema: boolean;
 }
@@ -106,15 +109,18 @@ function checkRange(body: Json, field: string, low: number, high: number): void 
   }
 }
 
-/** Counts prompt characters (for the token estimate) and whether any image or document is present. */
-interface Tally { chars: number; images: boolean; documents: boolean }
+/**
+ * What the request carries besides text: the bytes of inline (base64) media, which the token estimate
+ * leaves out of the request's bytes, and its images and documents.
+ */
+interface Tally { mediaBytes: number; images: number; documents: boolean }
 
-function checkImageSource(source: unknown, param: string): void {
+function checkImageSource(source: unknown, param: string, tally: Tally): void {
   if (!isObject(source)) fail(param, 'field required');
   const value = source as Json;
   if (value.type === 'base64') {
     requireString(value.media_type, `${param}.media_type`, true);
-    requireString(value.data, `${param}.data`, true);
+    tally.mediaBytes += requireString(value.data, `${param}.data`, true).length;
   } else if (value.type === 'url') {
     requireString(value.url, `${param}.url`, true);
   } else if (value.type === 'file') {
@@ -129,18 +135,18 @@ function checkDocumentSource(source: unknown, param: string, tally: Tally): void
   if (!isObject(source)) fail(param, 'field required');
   const value = source as Json;
   switch (value.type) {
-    case 'base64': requireString(value.data, `${param}.data`, true); return;
-    case 'text': tally.chars += requireString(value.data, `${param}.data`).length; return;
+    case 'base64': tally.mediaBytes += requireString(value.data, `${param}.data`, true).length; return;
+    case 'text': requireString(value.data, `${param}.data`); return;
     case 'url': requireString(value.url, `${param}.url`, true); return;
     case 'file': requireString(value.file_id, `${param}.file_id`, true); return;
     case 'content':
-      if (typeof value.content === 'string') { tally.chars += value.content.length; return; }
+      if (typeof value.content === 'string') return;
       if (!Array.isArray(value.content)) fail(`${param}.content`, 'must be a string or an array of text and image blocks');
       (value.content as unknown[]).forEach((inner, index) => {
         const block = inner as Json;
         if (!isObject(inner) || (block.type !== 'text' && block.type !== 'image')) fail(`${param}.content.${index}`, 'must be a text or image block');
-        if (block.type === 'text') tally.chars += requireString(block.text, `${param}.content.${index}.text`).length;
-        else { checkImageSource(block.source, `${param}.content.${index}.source`); tally.images = true; }
+        if (block.type === 'text') requireString(block.text, `${param}.content.${index}.text`);
+        else { checkImageSource(block.source, `${param}.content.${index}.source`, tally); tally.images += 1; }
       });
       return;
     default:
@@ -154,30 +160,28 @@ function checkBlock(block: unknown, param: string, role: string, tally: Tally, n
   if (typeof value.type !== 'string') fail(`${param}.type`, 'field required');
   switch (value.type) {
     case 'text':
-      tally.chars += requireString(value.text, `${param}.text`).length;
+      requireString(value.text, `${param}.text`);
       return;
     case 'image':
-      checkImageSource(value.source, `${param}.source`);
-      tally.images = true;
+      checkImageSource(value.source, `${param}.source`, tally);
+      tally.images += 1;
       return;
     case 'tool_use':
       if (role !== 'assistant' || nested) fail(param, 'tool_use blocks belong in assistant messages');
       requireString(value.id, `${param}.id`, true);
       requireString(value.name, `${param}.name`, true);
       if (!isObject(value.input)) fail(`${param}.input`, 'must be an object');
-      tally.chars += jsonTextLength(value.input);
       return;
     case 'tool_result':
       if (role !== 'user' || nested) fail(param, 'tool_result blocks belong in user messages');
       requireString(value.tool_use_id, `${param}.tool_use_id`, true);
       if (value.is_error !== undefined && typeof value.is_error !== 'boolean') fail(`${param}.is_error`, 'must be a boolean');
-      if (typeof value.content === 'string') tally.chars += value.content.length;
-      else if (Array.isArray(value.content)) {
+      if (Array.isArray(value.content)) {
         value.content.forEach((inner, index) => checkBlock(inner, `${param}.content.${index}`, role, tally, true));
-      } else if (value.content !== undefined) fail(`${param}.content`, 'must be a string or an array of content blocks');
+      } else if (value.content !== undefined && typeof value.content !== 'string') fail(`${param}.content`, 'must be a string or an array of content blocks');
       return;
     case 'thinking':
-      tally.chars += requireString(value.thinking, `${param}.thinking`).length;
+      requireString(value.thinking, `${param}.thinking`);
       return;
     case 'document':
       // forwarded as it is; only a multimodal model may take it
@@ -190,7 +194,7 @@ function checkBlock(block: unknown, param: string, role: string, tally: Tally, n
   }
 }
 
-function checkTools(tools: unknown): number {
+function checkTools(tools: unknown): void {
   if (!Array.isArray(tools)) return fail('tools', 'must be an array');
   (tools as unknown[]).forEach((tool, index) => {
     const param = `tools.${index}`;
@@ -203,7 +207,6 @@ function checkTools(tools: unknown): number {
     if (value.description !== undefined) requireString(value.description, `${param}.description`);
     if (!isObject(value.input_schema)) fail(`${param}.input_schema`, value.input_schema === undefined ? 'field required' : 'must be an object');
   });
-  return jsonTextLength(tools);
 }
 
 function checkToolChoice(choice: unknown): void {
@@ -241,12 +244,12 @@ function checkOutputConfig(config: unknown): void {
   if (!isObject(value.schema)) fail('output_config.format.schema', value.schema === undefined ? 'field required' : 'must be an object');
 }
 
-function checkSystem(system: unknown, tally: Tally, param = 'system'): void {
-  if (typeof system === 'string') { tally.chars += system.length; return; }
+function checkSystem(system: unknown, param = 'system'): void {
+  if (typeof system === 'string') return;
   if (!Array.isArray(system)) fail(param, 'must be a string or an array of text blocks');
   (system as unknown[]).forEach((block, index) => {
     if (!isObject(block) || block.type !== 'text') fail(`${param}.${index}`, 'must be a text block');
-    tally.chars += requireString((block as Json).text, `${param}.${index}.text`).length;
+    requireString((block as Json).text, `${param}.${index}.text`);
   });
 }
 
@@ -262,28 +265,27 @@ export function validateMessagesRequest(body: unknown): MessagesRequestInfo {
   if (request.messages === undefined) fail('messages', 'field required');
   if (!Array.isArray(request.messages) || request.messages.length === 0) fail('messages', 'must be a non-empty array');
   const messages = request.messages as unknown[];
-  const tally: Tally = { chars: 0, images: false, documents: false };
+  const tally: Tally = { mediaBytes: 0, images: 0, documents: false };
   messages.forEach((message, index) => {
     const param = `messages.${index}`;
     if (!isObject(message)) fail(param, 'must be an object');
     const { role, content } = message as Json;
     if (role === 'system') {
       // a system turn inside messages (current clients send them): text only, as the top-level system
-      if (typeof content === 'string') { tally.chars += content.length; return; }
-      checkSystem(content, tally, `${param}.content`);
+      if (typeof content === 'string') return;
+      checkSystem(content, `${param}.content`);
       return;
     }
     if (role !== 'user' && role !== 'assistant') fail(`${param}.role`, 'must be user, assistant or system');
     // As the Anthropic API: only a final assistant turn (a prefill) may be empty.
     const emptyAllowed = role === 'assistant' && index === messages.length - 1;
     if ((content === '' || (Array.isArray(content) && content.length === 0)) && !emptyAllowed) fail(`${param}.content`, 'must not be empty');
-    if (typeof content === 'string') tally.chars += content.length;
-    else if (Array.isArray(content)) {
+    if (Array.isArray(content)) {
       content.forEach((block, blockIndex) => checkBlock(block, `${param}.content.${blockIndex}`, role as string, tally, false));
-    } else fail(`${param}.content`, content === undefined ? 'field required' : 'must be a string or an array of content blocks');
+    } else if (typeof content !== 'string') fail(`${param}.content`, content === undefined ? 'field required' : 'must be a string or an array of content blocks');
   });
 
-  if (request.system !== undefined) checkSystem(request.system, tally);
+  if (request.system !== undefined) checkSystem(request.system);
   if (request.stop_sequences !== undefined) {
     if (!Array.isArray(request.stop_sequences) || !request.stop_sequences.every((item) => typeof item === 'string')) {
       fail('stop_sequences', 'must be an array of strings');
@@ -295,7 +297,7 @@ export function validateMessagesRequest(body: unknown): MessagesRequestInfo {
     fail('top_k', 'must be a non-negative integer');
   }
   if (request.stream !== undefined && typeof request.stream !== 'boolean') fail('stream', 'must be a boolean');
-  if (request.tools !== undefined) tally.chars += checkTools(request.tools);
+  if (request.tools !== undefined) checkTools(request.tools);
   if (request.tool_choice !== undefined) checkToolChoice(request.tool_choice);
   if (request.metadata !== undefined) {
     if (!isObject(request.metadata)) fail('metadata', 'must be an object');
@@ -309,9 +311,10 @@ export function validateMessagesRequest(body: unknown): MessagesRequestInfo {
     model,
     stream: request.stream === true,
     maxTokens: request.max_tokens as number,
-    hasImages: tally.images,
+    hasImages: tally.images > 0,
+    imageCount: tally.images,
     hasDocuments: tally.documents,
-    promptChars: tally.chars,
+    mediaBytes: tally.mediaBytes,
     messageCount: messages.length,
     jsonSchema: isObject(request.output_config) && isObject((request.output_config as Json).format),
   };

@@ -50,36 +50,6 @@ export function parseBoundedJson(text: string): unknown {
   return nestsDeeperThan(value) ? undefined : value;
 }
 
-/**
- * The length JSON.stringify(value) would have, less its escapes: every string (and key) counted as
- * its characters and two quotes, so a newline counts one, as it does in the prompt a model reads.
- * It reads the lengths the strings already carry instead of writing the text out. `value` must be
- * parsed JSON within MAX_JSON_DEPTH (it recurses).
- */
-export function jsonTextLength(value: unknown): number {
-  switch (typeof value) {
-    case 'string': return value.length + 2;
-    case 'number': return Number.isFinite(value) ? String(value).length : 4;
-    case 'boolean': return value ? 4 : 5;
-    case 'object': break;
-    default: return 0;
-  }
-  if (value === null) return 4;
-  let length = 2;
-  if (Array.isArray(value)) {
-    for (let index = 0; index < value.length; index += 1) length += jsonTextLength(value[index]) + (index > 0 ? 1 : 0);
-    return length;
-  }
-  let first = true;
-  for (const key in value) {
-    const child: unknown = (value as JsonObject)[key];
-    if (child === undefined) continue;
-    length += key.length + 3 + jsonTextLength(child) + (first ? 0 : 1);
-    first = false;
-  }
-  return length;
-}
-
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 /** a string longer than this is skipped by searching for its closing quote, not byte by byte */

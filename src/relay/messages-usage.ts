@@ -28,6 +28,19 @@ type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
 const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.round(value) : 0);
 
+/**
+ * Usage within the request's bounds (the same object when within): output above `completionBound`
+ * and a prompt (input, cache reads and cache writes) above `promptBound` are a fault, billed at the
+ * bound. The prompt's parts are kept in that order: input tokens first, cache writes (the dearest) last.
+ */
+export function boundedMessageUsage(usage: MessageUsage, promptBound: number, completionBound: number): MessageUsage {
+  if (usage.input + usage.cacheRead + usage.cacheCreation <= promptBound && usage.output <= completionBound) return usage;
+  const input = Math.min(usage.input, promptBound);
+  const cacheRead = Math.min(usage.cacheRead, promptBound - input);
+  const cacheCreation = Math.min(usage.cacheCreation, promptBound - input - cacheRead);
+  return { input, output: Math.min(usage.output, completionBound), cacheRead, cacheCreation };
+}
+
 /** The usage object of an Anthropic Message, or undefined when it reports no tokens at all. */
 export function usageOfMessage(message: Json): MessageUsage | undefined {
   const usage = message.usage;
@@ -148,7 +161,11 @@ export class MessagesStreamWatch {
     }
   }
 
-  private deliveredTokens(): number {
+  /** Bytes of delta event data delivered so far: a rough measure of the output, above its text. */
+  get deliveredDeltaBytes(): number { return this.deltaBytes; }
+
+  /** Output tokens delivered so far, counted on the kept delta data and scaled to all of it. */
+  deliveredTokens(): number {
     if (this.keptBytes === 0) return 0;
     let text = '';
     for (const data of this.kept) {

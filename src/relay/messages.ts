@@ -15,8 +15,9 @@ import type { Provider } from '../providers/types';
 import { billedCall } from './billed-call';
 import { HeldRequest } from './held-request';
 import { withFailover, type Attempt } from './failover';
-import { completionTokensOfMessage, localPromptTokens, MessagesStreamWatch, usageOfMessage, type MessageUsage, type UsageSource } from './messages-usage';
-import { pipeStream, type PipeOutcome } from './stream-pipe';
+import { boundedMessageUsage, completionTokensOfMessage, localPromptTokens, MessagesStreamWatch, usageOfMessage, type MessageUsage, type UsageSource } from './messages-usage';
+import { BUDGET_CHECK_BYTES, promptBoundOf, quotaBoundError } from './chat';
+import { pipeStream, type PipeOutcome, type StreamTransform } from './stream-pipe';
 import { ModelRename } from '../formats/model-rename';
 import { AnthropicStreamFill } from '../formats/anthropic-stream-fill';
 import { MAX_EVENT_BYTES } from '../formats/sse';
@@ -52,12 +53,23 @@ export function relayMessages(call: MessagesCall): Promise<void> {
   const request = new HeldRequest(call.body, call.raw);
   const perCall = isPerCall(model);
   const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
-  const estimate = perCall
-    ? perCallQuota(model, 1, ratio)
-    : estimateQuota(model, estimatePromptTokens(info.promptChars, info.messageCount, info.hasImages ? 1 : 0), info.maxTokens, ratio);
+  // as on chat: the request's bytes less its inline media, which lean high for English and CJK alike
+  const promptBytes = call.raw.length - info.mediaBytes;
+  const promptEstimate = estimatePromptTokens(promptBytes, info.messageCount, info.imageCount);
+  const estimate = perCall ? perCallQuota(model, 1, ratio) : estimateQuota(model, promptEstimate, info.maxTokens, ratio);
+  const promptBound = promptBoundOf(promptBytes, info.imageCount);
   const capable = (provider: Provider) => provider.messages !== undefined;
 
   return billedCall({ exchange, context, caller, model, endpoint: 'messages', stream: info.stream, estimate }, async (scope) => {
+    /** The usage billed: the upstream's (or the local count) within the request's bounds. */
+    const bounded = (usage: MessageUsage): MessageUsage => {
+      const within = boundedMessageUsage(usage, promptBound, info.maxTokens);
+      if (within !== usage) {
+        context.log.warn({ model: model.id, key: caller.key.id, channel: scope.channel, reported: usage, prompt_bound: promptBound, completion_bound: info.maxTokens },
+          'upstream usage above what the request can cost: billed at the bound');
+      }
+      return within;
+    };
     const bill = (usage: MessageUsage, source: UsageSource, status: number, endReason: string, firstByteAt: number | null) => {
       // Anthropic's input_tokens excludes cache reads and writes; the prompt is all three.
       const promptTokens = usage.input + usage.cacheRead + usage.cacheCreation;
@@ -86,13 +98,15 @@ export function relayMessages(call: MessagesCall): Promise<void> {
       const parsed = parseBoundedJson(utf8Text(bytes));
       const message = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>;
       if (message.type !== 'message') throw upstreamError(502, `upstream channel ${attempt.channel.name} answered with something that is not a message`, 'upstream_malformed', false);
-      let usage = usageOfMessage(message);
-      let source: UsageSource = 'upstream';
+      const reported = usageOfMessage(message);
+      const source: UsageSource = reported ? 'upstream' : 'estimated';
+      const usage = bounded(reported ?? { input: localPromptTokens(request.get()), output: completionTokensOfMessage(message), cacheRead: 0, cacheCreation: 0 });
       let rewritten = false;
-      if (!usage) {
-        usage = { input: localPromptTokens(request.get()), output: completionTokensOfMessage(message), cacheRead: 0, cacheCreation: 0 };
-        source = 'estimated';
-        message.usage = { input_tokens: usage.input, output_tokens: usage.output };
+      // the client sees what is billed: the local count, or the reported usage held to its bounds
+      if (!reported || usage !== reported) {
+        message.usage = reported
+          ? { ...(message.usage as object), input_tokens: usage.input, output_tokens: usage.output, cache_read_input_tokens: usage.cacheRead, cache_creation_input_tokens: usage.cacheCreation }
+          : { input_tokens: usage.input, output_tokens: usage.output };
         rewritten = true;
       }
       if (message.model !== model.id) { message.model = model.id; rewritten = true; }
@@ -103,6 +117,19 @@ export function relayMessages(call: MessagesCall): Promise<void> {
 
     let watch = new MessagesStreamWatch();
     let usageReported: (() => boolean) | undefined;
+    // Mid-stream, the output delivered is weighed against max_tokens and the reservation as in the
+    // chat relay: once enough bytes went out to matter, at growing intervals, a rough count first,
+    // the tokenizer near the bound. Past either, the stream is cut with an error event saying why.
+    const overQuota = (outputTokens: number) => {
+      const quota = usageQuota(model, { prompt_tokens: promptEstimate, completion_tokens: Math.ceil(outputTokens) }, scope.ratio);
+      return scope.chargeable(quota) < quota;
+    };
+    const overBudget = () => {
+      const rough = watch.deliveredDeltaBytes / 4;
+      if (rough < info.maxTokens * 0.75 && !overQuota(rough)) return false;
+      const delivered = watch.deliveredTokens();
+      return delivered > info.maxTokens || overQuota(delivered);
+    };
     const { result: outcome } = await withFailover<PipeOutcome>(context, model, caller.key.group, capable, async (attempt) => {
       const answer = await send(attempt);
       usageReported = answer.usageReported;
@@ -117,21 +144,36 @@ export function relayMessages(call: MessagesCall): Promise<void> {
         if (watch.sawStopReason) return MESSAGE_STOP_EVENT;
         return anthropicErrorEvent({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${attempt.channel.name} ended the stream early` });
       };
-      return pipeStream(exchange, answer.body, {
-        push: (chunk) => { watch.push(chunk); return first.push(chunk); },
+      let forwarded = 0;
+      let nextCheck = BUDGET_CHECK_BYTES;
+      const transform: StreamTransform = {
+        push: (chunk) => {
+          watch.push(chunk);
+          const out = first.push(chunk);
+          if (out !== null && !perCall) {
+            forwarded += out.length;
+            if (forwarded >= nextCheck) {
+              nextCheck = Math.ceil(forwarded * 1.25);
+              if (overBudget()) transform.cut = { tail: anthropicErrorEvent(quotaBoundError()), reason: 'quota_bounded' };
+            }
+          }
+          return out;
+        },
         finish: () => {
           watch.end();
           const held = first.finish();
           return held === null ? closing() : typeof held === 'string' ? held + closing() : Buffer.concat([held, Buffer.from(closing())]);
         },
         fail: (error) => anthropicErrorEvent(error),
-      }, scope.abort, attempt.channel);
+        cut: null,
+      };
+      return pipeStream(exchange, answer.body, transform, scope.abort, attempt.channel);
     }, scope.abort.signal);
     const endReason = outcome.endReason !== 'completed' ? outcome.endReason
       : watch.upstreamError ? 'upstream_error'
         : watch.sawMessageStop || watch.sawStopReason ? 'completed' : 'upstream_truncated';
     const watched = watch.usage(() => localPromptTokens(request.get()));
-    const { usage } = watched;
+    const usage = bounded(watched.usage);
     // a translated stream without the upstream's usage showed (and so bills) local counts
     const source = usageReported !== undefined && !usageReported() ? 'estimated' : watched.source;
     bill(usage, source, outcome.error ? outcome.error.status : 200, endReason, outcome.firstByteAt);

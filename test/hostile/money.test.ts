@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { countTokens } from '../../src/billing/tokens';
 import { addAccount, call, SETUPS, stopClusterEngines } from '../helpers/gateway';
-import { createKey, eventually, flushCharges, moneyScenarios, postChat, sleep, sseEvents, type ChatSetup } from '../integration/chat-harness';
+import { createKey, eventually, expectedUsageQuota, flushCharges, MOCK_MODELS, moneyScenarios, postChat, sleep, sseEvents, type ChatSetup } from '../integration/chat-harness';
 
 const CJK = '我们的季度报告显示收入增长了百分之十二，主要来自亚洲市场的新客户。'.repeat(20).slice(0, 600);
 
@@ -203,6 +203,59 @@ for (const { front, backend, label, skip } of SETUPS) describe(`money under host
     const counted = countTokens(delivered);
     assert.ok(Math.abs(record.completion_tokens - counted) <= counted * 0.25, `billed ${record.completion_tokens} completion tokens for ${counted} delivered`);
     assert.ok(charged > 0 && charged <= 200_000, `charged ${charged}`);
+  });
+
+  test('/v1/messages: an upstream reporting 1e9 prompt and completion tokens is billed at the bounds, stream or not, and the client is shown them', async () => {
+    const key = await createKey(setup.url, admin(), { remain_quota: 5_000_000 });
+    const price = MOCK_MODELS.find((model) => model.id === 'mock-chat')!.price as { input: number; output: number };
+    const billed: number[] = [];
+    for (const stream of [false, true]) {
+      setup.mock.script({ usageOverride: { prompt_tokens: 1_000_000_000, completion_tokens: 1_000_000_000 } });
+      const body = JSON.stringify({ model: 'mock-chat', max_tokens: 100, stream, messages: [{ role: 'user', content: 'hi' }] });
+      const response = await fetch(`${setup.url}/v1/messages`, {
+        method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key.key, 'anthropic-version': '2023-06-01' }, body,
+      });
+      const text = await response.text();
+      assert.equal(response.status, 200, text);
+      // a prompt is at most twice its bytes plus 4,096 tokens a provider may add; the output at most max_tokens
+      const promptBound = 2 * Buffer.byteLength(body) + 4096;
+      if (!stream) {
+        const message = JSON.parse(text) as { usage: Record<string, number> };
+        assert.equal(message.usage.output_tokens, 100);
+        assert.equal(message.usage.input_tokens + message.usage.cache_read_input_tokens + message.usage.cache_creation_input_tokens, promptBound, text);
+      }
+      await eventually(async () => { await flushCharges(setup); return (await records(1, key.id)).length === billed.length + 1; }, 5000, 'the usage record');
+      const record = (await records(1, key.id)).find((entry) => entry.stream === stream)!;
+      assert.equal(record.completion_tokens, 100, 'billed at max_tokens');
+      assert.equal(record.prompt_tokens, promptBound, 'billed at the prompt bound');
+      assert.equal(record.end_reason, 'completed');
+      assert.ok(record.quota <= expectedUsageQuota(price, promptBound, 100), `charged ${record.quota}`);
+      billed.push(record.quota);
+    }
+    const charged = await settled('messages, absurd usage');
+    assert.equal(charged, billed[0] + billed[1]);
+  });
+
+  test('a /v1/messages stream that ignores max_tokens is cut off at the bound: an insufficient_quota error event, billed within the cap', async () => {
+    const key = await createKey(setup.url, admin(), { remain_quota: 500 });
+    setup.mock.script({ ignoreMaxTokens: true });
+    const response = await fetch(`${setup.url}/v1/messages`, {
+      method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key.key, 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: 'mock-vision', max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    assert.equal(response.status, 200);
+    const events = sseEvents(await response.text());
+    const last = events.at(-1)!.json;
+    assert.equal(last.type, 'error');
+    assert.equal(last.error.type, 'billing_error', JSON.stringify(last));
+    assert.match(last.error.message, /reserve/);
+    const deltas = events.filter((event) => event.json?.type === 'content_block_delta').length;
+    assert.ok(deltas < 3000, `cut off after ${deltas} of 3000 deltas`);
+    const charged = await settled('messages stream past max_tokens');
+    assert.ok(charged > 0 && charged <= 500, `charged ${charged} on a 500 cap`);
+    const [record] = await records(1, key.id);
+    assert.equal(record.end_reason, 'quota_bounded');
+    assert.ok(record.completion_tokens <= 50, `billed ${record.completion_tokens} completion tokens`);
   });
 
   test('a body that repeats "model" (an upstream keeping the first would serve mock-vision billed as mock-chat): the upstream gets one model, the one billed', async () => {

@@ -130,6 +130,33 @@ describe('/v1/messages billing', () => {
     assert.equal(object.remain_quota, 10_000_000 - 3 * quota);
   });
 
+  test('an Anthropic upstream reporting 1e9 input, output and cache-read tokens is billed at the bounds: max_tokens, and twice the bytes plus 4,096 for the prompt (input first, then cache reads)', async () => {
+    const own = await createKey(fx.setup.url, fx.setup.gateway.adminToken, { remain_quota: 10_000_000 });
+    const headers = { 'x-api-key': own.key };
+    const quotas: number[] = [];
+    for (const stream of [false, true]) {
+      fx.setup.mock.script({ usageOverride: { prompt_tokens: 1_000, completion_tokens: 1_000_000_000, cached_tokens: 1_000_000_000 } });
+      const body = JSON.stringify({ model: 'claude-text', max_tokens: 300, stream, messages: [{ role: 'user', content: QUESTION }] });
+      const answer = await postMessages(fx.setup.url, headers, body);
+      assert.equal(answer.status, 200, answer.text);
+      const promptBound = 2 * Buffer.byteLength(body) + 4096;
+      if (!stream) {
+        assert.deepEqual(answer.json.usage, { input_tokens: 1_000, output_tokens: 300, cache_read_input_tokens: promptBound - 1_000, cache_creation_input_tokens: 0 }, 'the client is shown what is billed');
+      }
+      await flushCharges(fx.setup);
+      const record = (await fx.store().usage.list(1, { keyId: own.id }, 0, 10)).items.find((entry) => entry.stream === stream)!;
+      assert.equal(record.completion_tokens, 300);
+      assert.equal(record.prompt_tokens, promptBound);
+      assert.equal(record.cache_read_tokens, promptBound - 1_000);
+      const quota = expectedQuota(PRICES.claudeText, { input: 1_000, output: 300, cacheRead: promptBound - 1_000 });
+      assert.equal(record.quota, quota);
+      quotas.push(quota);
+    }
+    const object = await keyObject(fx.setup.url, fx.setup.gateway.adminToken, own.id);
+    assert.equal(object.used_quota, quotas[0] + quotas[1]);
+    assert.equal(object.remain_quota, 10_000_000 - quotas[0] - quotas[1]);
+  });
+
   test('an upstream without usage is billed from a local count, marked estimated', async () => {
     fx.setup.mock.script({ omitUsage: true });
     const { message, record } = await billed('claude-mock', false);

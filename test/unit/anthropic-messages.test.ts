@@ -27,13 +27,14 @@ test('a full realistic request is accepted and summarised', () => {
   assert.equal(info.maxTokens, 1024);
   assert.equal(info.hasImages, true);
   assert.equal(info.messageCount, 5);
-  // system text, message text, tool input, tool results and tool definitions all count toward the prompt
-  assert.ok(info.promptChars > 'What is in these pictures, and what is the weather in Paris?'.length + 'You are a weather assistant.'.length + 500);
+  // the base64 image's data is left out of the bytes the prompt is estimated from; the URL image is counted as an image
+  assert.equal(info.imageCount, 2);
+  assert.equal(info.mediaBytes, 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=='.length);
 });
 
 test('a minimal request: text only, not streamed', () => {
   assert.deepEqual(validateMessagesRequest(minimal()), {
-    model: 'claude-sonnet-4-5', stream: false, maxTokens: 256, hasImages: false, hasDocuments: false, promptChars: 5, messageCount: 1, jsonSchema: false,
+    model: 'claude-sonnet-4-5', stream: false, maxTokens: 256, hasImages: false, imageCount: 0, hasDocuments: false, mediaBytes: 0, messageCount: 1, jsonSchema: false,
   });
 });
 
@@ -128,6 +129,24 @@ test('server tools, documents and newer block types pass untouched', () => {
   assert.equal(validateMessagesRequest(body).messageCount, 3);
 });
 
+test('inline media: the base64 data of images (tool results and document contents included) and PDF documents is summed, to be left out of the estimate', () => {
+  const image = (data: string) => ({ type: 'image', source: { type: 'base64', media_type: 'image/png', data } });
+  const info = validateMessagesRequest({
+    ...minimal(),
+    messages: [
+      { role: 'user', content: [image('a'.repeat(100)), { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'b'.repeat(1000) } }] },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'shot', input: {} }] },
+      { role: 'user', content: [
+        { type: 'tool_result', tool_use_id: 't1', content: [image('c'.repeat(10))] },
+        { type: 'document', source: { type: 'content', content: [image('d'.repeat(1)), { type: 'text', text: 'caption' }] } },
+      ] },
+    ],
+  });
+  assert.equal(info.mediaBytes, 1111);
+  assert.equal(info.imageCount, 3);
+  assert.equal(info.hasDocuments, true);
+});
+
 test('a validation error renders as an Anthropic error body', () => {
   let caught: unknown;
   try { validateMessagesRequest({ model: 'm', messages: [{ role: 'user', content: 'x' }] }); } catch (error) { caught = error; }
@@ -163,5 +182,5 @@ test('the shapes @anthropic-ai/sdk 1.12 types allow pass: system turns, every th
   assert.equal(info.hasImages, true);
   assert.equal(info.hasDocuments, true);
   assert.equal(info.jsonSchema, true);
-  assert.ok(info.promptChars >= 'plain words'.length + 'inner'.length + 'Environment: linux'.length + 'Be brief.'.length + 'Summarise'.length);
+  assert.equal(info.mediaBytes, 0, 'no inline media: text documents, URLs and files are in the bytes or not in the request');
 });

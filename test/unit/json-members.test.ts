@@ -3,11 +3,10 @@
 // JSON.parse did. The cases are built member by member, so the expected count is known without
 // parsing: random keys and values, nesting, strings with escaped quotes and backslashes at every
 // position (short strings and long ones, which the scan skips by search), CJK and astral text,
-// and whitespace between every token. jsonTextLength, the size of a tool definition the messages
-// route estimates, is checked against JSON.stringify on the same random values.
+// and whitespace between every token.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { jsonTextLength, repeatsTopLevelKey, topLevelMemberCount } from '../../src/formats/json-value';
+import { repeatsTopLevelKey, topLevelMemberCount } from '../../src/formats/json-value';
 
 function generator(seed: number): () => number {
   let state = seed;
@@ -83,25 +82,3 @@ test('a repeated key is found wherever the members sit, beside long strings and 
   }
 });
 
-/** What JSON.stringify's escapes add to `value`'s text: the reference jsonTextLength leaves out. */
-function escapeOverhead(value: unknown): number {
-  if (typeof value === 'string') return JSON.stringify(value).length - value.length - 2;
-  if (typeof value !== 'object' || value === null) return 0;
-  if (Array.isArray(value)) return value.reduce((sum: number, item) => sum + escapeOverhead(item), 0);
-  return Object.entries(value).reduce((sum, [key, item]) => sum + escapeOverhead(key) + escapeOverhead(item), 0);
-}
-
-test('jsonTextLength is the serialised length less the escapes, on 3,000 random values', () => {
-  const random = generator(31);
-  let escaped = 0;
-  for (let round = 0; round < 3_000; round += 1) {
-    const value: unknown = JSON.parse(randomValue(random, 0));
-    const overhead = escapeOverhead(value);
-    assert.equal(jsonTextLength(value), JSON.stringify(value).length - overhead, JSON.stringify(value));
-    if (overhead > 0) escaped += 1;
-  }
-  assert.ok(escaped > 300, `only ${escaped} cases had escapes`);
-  for (const value of [0, -1.5, 1e21, 2.5e-7, true, false, null, '', [], {}, [null, [], {}], { a: { b: [1, 'x\ny'] } }, '中文😀']) {
-    assert.equal(jsonTextLength(value), JSON.stringify(value).length - escapeOverhead(value), JSON.stringify(value));
-  }
-});
