@@ -69,6 +69,8 @@ export class MessagesStreamWatch {
   private readonly reader = new AnthropicStreamUsage();
   private readonly kept: string[] = [];
   private keptBytes = 0;
+  /** the token count of `kept`, once it is full */
+  private keptTokens: number | undefined;
   private deltaBytes = 0;
   /** the stream's first event was seen (it goes to the decoder) */
   private started = false;
@@ -164,9 +166,18 @@ export class MessagesStreamWatch {
   /** Bytes of delta event data delivered so far: a rough measure of the output, above its text. */
   get deliveredDeltaBytes(): number { return this.deltaBytes; }
 
-  /** Output tokens delivered so far, counted on the kept delta data and scaled to all of it. */
+  /**
+   * Output tokens delivered so far, counted on the kept delta data and scaled to all of it. The
+   * count of the kept data is made once it stops growing (a long stream is weighed many times).
+   */
   deliveredTokens(): number {
     if (this.keptBytes === 0) return 0;
+    const tokens = this.keptTokens ?? this.countKept();
+    if (this.keptBytes >= MAX_KEPT_DELTA_BYTES) this.keptTokens = tokens;
+    return this.deltaBytes > this.keptBytes ? Math.ceil((tokens * this.deltaBytes) / this.keptBytes) : tokens;
+  }
+
+  private countKept(): number {
     let text = '';
     for (const data of this.kept) {
       try {
@@ -175,7 +186,6 @@ export class MessagesStreamWatch {
         if (typeof piece === 'string') text += piece;
       } catch { /* a malformed event delivered no countable text */ }
     }
-    const tokens = countTokens(text);
-    return this.deltaBytes > this.keptBytes ? Math.ceil((tokens * this.deltaBytes) / this.keptBytes) : tokens;
+    return countTokens(text);
   }
 }
