@@ -2,7 +2,8 @@
 // rest: what it reports (usage, stop, error, the local count when usage is missing, a refused
 // oversized event) must be what a watch that decodes every event reports, however the stream is
 // cut into chunks and however it is framed (LF, CRLF, bare CR, a byte order mark, comments, events
-// without an `event:` line, several data lines, ids, oversized and unfinished events).
+// without an `event:` line, several data lines, ids, oversized and unfinished events). And the
+// bounds reported usage is held to.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -10,7 +11,7 @@ import { test } from 'node:test';
 import { countTokens } from '../../src/billing/tokens';
 import { AnthropicStreamUsage } from '../../src/formats/anthropic-usage';
 import { MAX_EVENT_BYTES, SseDecoder } from '../../src/formats/sse';
-import { MAX_KEPT_DELTA_BYTES, MessagesStreamWatch } from '../../src/relay/messages-usage';
+import { boundedMessageUsage, MAX_KEPT_DELTA_BYTES, MessagesStreamWatch } from '../../src/relay/messages-usage';
 
 const FIXTURES = resolve(__dirname, '..', '..', '..', 'test', 'fixtures', 'chat-translation');
 
@@ -154,4 +155,12 @@ test('a long stream is read without keeping every delta: usage billed from the u
   watch.end();
   assert.deepEqual(watch.usage(() => 0), { usage: { input: 93, output: 212, cacheRead: 1024, cacheCreation: 0 }, source: 'upstream' });
   assert.equal(watch.sawMessageStop, true);
+});
+
+test('reported usage past its bounds is held to them: output to the completion bound, the prompt to its bound with input first and cache writes last', () => {
+  const within = { input: 100, output: 10, cacheRead: 10, cacheCreation: 10 };
+  assert.equal(boundedMessageUsage(within, 120, 10), within, 'within both bounds: the same object');
+  assert.deepEqual(boundedMessageUsage({ input: 100, output: 10, cacheRead: 50, cacheCreation: 50 }, 120, 5), { input: 100, output: 5, cacheRead: 20, cacheCreation: 0 });
+  assert.deepEqual(boundedMessageUsage({ input: 1e9, output: 1e9, cacheRead: 1e9, cacheCreation: 1e9 }, 4096, 300), { input: 4096, output: 300, cacheRead: 0, cacheCreation: 0 });
+  assert.deepEqual(boundedMessageUsage({ input: 10, output: 1, cacheRead: 0, cacheCreation: 500 }, 100, 5), { input: 10, output: 1, cacheRead: 0, cacheCreation: 90 });
 });
