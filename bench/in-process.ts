@@ -27,7 +27,7 @@ import type { Dispatcher } from '../src/upstream/undici';
 import type { UpstreamPools } from '../src/upstream/pools';
 import { anthropicProvider } from '../src/providers/anthropic';
 import { startFastMock, type FastMock } from './fast-mock';
-import { agentChatBody, BENCH_MESSAGES_MODEL, chatBody, claudeCodeMessagesBody } from './load';
+import { agentChatBody, BENCH_MESSAGES_MODEL, chatBody, claudeCodeMessagesBody, messagesBody } from './load';
 import { choosePlacement, statCpuSeconds } from './processes';
 import { describeMachine, median, RESULTS_DIR } from './report';
 import { BENCH_MODEL } from './targets';
@@ -48,38 +48,69 @@ interface Scenario {
    * mock's recorded message on a later turn
    */
   route?: 'messages';
+  /** a stream's events one per turn of the event loop, each its own chunk, as models send them (default: the whole stream as one chunk) */
+  perTurn?: boolean;
 }
 
 const ONE_CHANNEL = [{ name: 'mock' }];
 const SCENARIOS: readonly Scenario[] = [
   { name: 'non-stream', stream: false, channels: ONE_CHANNEL },
   { name: 'stream in one chunk', stream: true, channels: ONE_CHANNEL },
+  // the per-event path: the recorded stream's 24 events, each its own chunk on its own turn
+  { name: 'stream, one event per turn', stream: true, channels: ONE_CHANNEL, perTurn: true },
   // a model served by two weighted channels and a fallback: the failover order is drawn on every call
   { name: 'non-stream, 3 channels', stream: false, channels: [{ name: 'primary-a', priority: 10, weight: 3 }, { name: 'primary-b', priority: 10, weight: 1 }, { name: 'fallback', priority: 0 }] },
   // what a coding agent sends: tools, a long history, Chinese text (bench/load.ts agentChatBody)
   { name: 'non-stream, agent request', stream: false, channels: ONE_CHANNEL, body: agentChatBody },
   // Claude Code's route and request (bench/load.ts claudeCodeMessagesBody)
   { name: 'messages, Claude Code request', stream: false, channels: ONE_CHANNEL, body: claudeCodeMessagesBody, route: 'messages' },
+  // Claude Code's streams: the recorded Anthropic stream's 26 events, each its own chunk on its own turn
+  { name: 'messages stream, one event per turn', stream: true, channels: ONE_CHANNEL, body: messagesBody, route: 'messages', perTurn: true },
 ];
 
 /**
  * An undici dispatcher that answers every request with one recorded answer on a later turn, as a
  * pool does: the handler gets the connection, the head, the body and the end. A string body is
- * encoded to bytes as undici encodes it to write it.
+ * encoded to bytes as undici encodes it to write it. With `events`, the body comes one event a
+ * turn, each its own chunk.
  */
-function recordedDispatcher(answer: { contentType: string; bytes: Buffer }): Dispatcher {
+function recordedDispatcher(answer: { contentType: string; bytes: Buffer; events?: Buffer[] }): Dispatcher {
   const head = [Buffer.from('content-type'), Buffer.from(answer.contentType)];
   const dispatch = (options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean => {
     if (typeof options.body === 'string') Buffer.from(options.body);
     setImmediate(() => {
       handler.onConnect?.(() => undefined);
       handler.onHeaders?.(200, head, () => undefined, 'OK');
-      handler.onData?.(answer.bytes);
-      handler.onComplete?.([]);
+      if (answer.events === undefined) {
+        handler.onData?.(answer.bytes);
+        handler.onComplete?.([]);
+        return;
+      }
+      const events = answer.events;
+      let next = 0;
+      const send = () => {
+        if (next === events.length) { handler.onComplete?.([]); return; }
+        handler.onData?.(events[next]);
+        next += 1;
+        setImmediate(send);
+      };
+      setImmediate(send);
     });
     return true;
   };
   return { dispatch } as unknown as Dispatcher;
+}
+
+/** Emits `events` on `body`, one a turn, then its end. */
+function emitPerTurn(body: RecordedBody, events: Buffer[]): void {
+  let next = 0;
+  const send = () => {
+    if (next === events.length) { body.emit('end'); return; }
+    body.emit('data', events[next]);
+    next += 1;
+    setImmediate(send);
+  };
+  setImmediate(send);
 }
 
 /** An answer's bytes as the upstream call hands them over: data, then end, on a later turn. */
@@ -189,7 +220,7 @@ async function runScenario(scenario: Scenario, options: Required<InProcessOption
 
     const provider = context.providers.get('openai')!;
     // the anthropic provider as the gateway makes it, on a pool set that hands out the recorded dispatcher
-    const recorded = recordedDispatcher(answers.messages.plain);
+    const recorded = recordedDispatcher(stream ? { ...answers.messages.stream, events: scenario.perTurn ? answers.messages.stream.events : undefined } : answers.messages.plain);
     const pools = { get: () => recorded } as unknown as UpstreamPools;
     context.providers.set('anthropic', anthropicProvider({ pools, pool: context.pool, offloadThresholdBytes: config.offloadThresholdBytes }));
     // the answer comes on a later turn, as a real upstream's does: calls overlap as under load
@@ -197,7 +228,8 @@ async function runScenario(scenario: Scenario, options: Required<InProcessOption
       const body = new RecordedBody();
       if (!stream) { resolve({ status: 200, contentType: answers.plain.contentType, body, bytes: answers.plain.bytes }); return; }
       resolve({ status: 200, contentType: answers.stream.contentType, body });
-      setImmediate(() => { body.emit('data', answers.stream.bytes); body.emit('end'); });
+      if (scenario.perTurn) emitPerTurn(body, answers.stream.events);
+      else setImmediate(() => { body.emit('data', answers.stream.bytes); body.emit('end'); });
     }));
     const dispatch = createDispatcher(context);
     const raw = Buffer.from((scenario.body ?? chatBody)(model, stream));

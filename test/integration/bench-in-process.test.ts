@@ -7,9 +7,12 @@ import { runInProcess } from '../../bench/in-process';
 import { NO_UWS } from '../helpers/gateway';
 
 // the answers are recorded through the fast mock, a uWS server: skipped where uWS does not load (Bun)
-test('the in-process bench bills every call it measures: non-stream, stream, a model on three channels, an agent\'s request, Claude Code\'s request', { skip: NO_UWS }, async () => {
+test('the in-process bench bills every call it measures: non-stream, streams in one chunk and one event a turn, a model on three channels, an agent\'s request, Claude Code\'s request and streams', { skip: NO_UWS }, async () => {
   const rows = await runInProcess({ seconds: 0.3, rounds: 2, warmupSeconds: 0.2 });
-  assert.deepEqual(rows.map((row) => row.scenario), ['non-stream', 'stream in one chunk', 'non-stream, 3 channels', 'non-stream, agent request', 'messages, Claude Code request']);
+  assert.deepEqual(rows.map((row) => row.scenario), [
+    'non-stream', 'stream in one chunk', 'stream, one event per turn', 'non-stream, 3 channels', 'non-stream, agent request', 'messages, Claude Code request',
+    'messages stream, one event per turn',
+  ]);
   for (const row of rows) {
     assert.ok(row.calls > 0, `${row.scenario}: no call measured`);
     assert.ok(row.billed.calls > row.calls, `${row.scenario}: the warm-up made no call`);
