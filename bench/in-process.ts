@@ -86,27 +86,19 @@ function recordedDispatcher(answer: { contentType: string; bytes: Buffer; events
         handler.onComplete?.([]);
         return;
       }
-      const events = answer.events;
-      let next = 0;
-      const send = () => {
-        if (next === events.length) { handler.onComplete?.([]); return; }
-        handler.onData?.(events[next]);
-        next += 1;
-        setImmediate(send);
-      };
-      setImmediate(send);
+      onePerTurn(answer.events, (event) => handler.onData?.(event), () => handler.onComplete?.([]));
     });
     return true;
   };
   return { dispatch } as unknown as Dispatcher;
 }
 
-/** Emits `events` on `body`, one a turn, then its end. */
-function emitPerTurn(body: RecordedBody, events: Buffer[]): void {
+/** Hands `events` to `onEvent` one a turn, from the next turn on, then calls `onEnd` a turn later. */
+function onePerTurn(events: Buffer[], onEvent: (event: Buffer) => void, onEnd: () => void): void {
   let next = 0;
   const send = () => {
-    if (next === events.length) { body.emit('end'); return; }
-    body.emit('data', events[next]);
+    if (next === events.length) { onEnd(); return; }
+    onEvent(events[next]);
     next += 1;
     setImmediate(send);
   };
@@ -228,7 +220,7 @@ async function runScenario(scenario: Scenario, options: Required<InProcessOption
       const body = new RecordedBody();
       if (!stream) { resolve({ status: 200, contentType: answers.plain.contentType, body, bytes: answers.plain.bytes }); return; }
       resolve({ status: 200, contentType: answers.stream.contentType, body });
-      if (scenario.perTurn) emitPerTurn(body, answers.stream.events);
+      if (scenario.perTurn) onePerTurn(answers.stream.events, (event) => body.emit('data', event), () => body.emit('end'));
       else setImmediate(() => { body.emit('data', answers.stream.bytes); body.emit('end'); });
     }));
     const dispatch = createDispatcher(context);
