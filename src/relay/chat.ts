@@ -16,6 +16,7 @@ import type { Provider, UpstreamAnswer } from '../providers/types';
 import { billedCall } from './billed-call';
 import { HeldRequest } from './held-request';
 import { withFailover, type Attempt } from './failover';
+import { outputBudget } from './output-budget';
 import { pipeStream, type PipeOutcome, type StreamTransform } from './stream-pipe';
 import { eventTooLarge } from '../formats/sse';
 import { ModelRename } from '../formats/model-rename';
@@ -23,8 +24,6 @@ import { parseBoundedJson } from '../formats/json-value';
 import { utf8Text } from '../formats/utf8-text';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
-/** forwarded bytes before the first weighing of a stream's output against its reservation */
-export const BUDGET_CHECK_BYTES = 32 * 1024;
 /** prompt tokens an image can cost at most (high detail, large), for the bound on reported usage */
 const MAX_IMAGE_TOKENS = 10_000;
 /** prompt tokens a provider may add of its own beyond the request's bytes, for the bound on reported usage */
@@ -167,22 +166,18 @@ export function relayChatCompletions(call: ChatCall): Promise<void> {
       }
       return (finished = tail.finish(fallbackUsage, { cutEvent }));
     };
-    // Mid-stream, the output delivered is weighed against the reservation once enough has gone out
-    // to matter (a rough byte count first, the tokenizer near the bound), at growing intervals.
-    let forwarded = 0;
-    let nextCheck = BUDGET_CHECK_BYTES;
+    const overBudget = perCall ? undefined : outputBudget({
+      model, promptTokens: promptEstimate, maxOutput, scope,
+      roughTokens: () => tail.completionTextBytes() / 4, deliveredTokens: () => tail.deliveredCompletionTokens(),
+    });
     /** set per attempt when its channel maps the model to another upstream name */
     let rename: ModelRename | undefined;
     const transform: StreamTransform = {
       push: (chunk) => {
         let out = tail.push(chunk);
         if (out !== null && rename !== undefined) out = rename.apply(out);
-        if (out !== null) {
-          forwarded += out.length;
-          if (forwarded >= nextCheck && !perCall) {
-            nextCheck = Math.ceil(forwarded * 1.25);
-            if (overBudget()) transform.cut = { tail: finishTail(openAIErrorEvent(quotaBoundError())).tail, reason: 'quota_bounded' };
-          }
+        if (out !== null && overBudget?.(out.length)) {
+          transform.cut = { tail: finishTail(openAIErrorEvent(quotaBoundError())).tail, reason: 'quota_bounded' };
         }
         if (tail.overflowed) transform.cut = { tail: finishTail(openAIErrorEvent(eventTooLarge())).tail, reason: 'upstream_event_too_large' };
         return out;
@@ -190,16 +185,6 @@ export function relayChatCompletions(call: ChatCall): Promise<void> {
       finish: () => finishTail().tail,
       fail: (error) => openAIErrorEvent(error),
       cut: null,
-    };
-    const overBudget = () => {
-      const roughTokens = tail.completionTextBytes() / 4;
-      if (roughTokens < maxOutput * 0.75 && !overQuota(roughTokens)) return false;
-      const delivered = tail.deliveredCompletionTokens();
-      return delivered > maxOutput || overQuota(delivered);
-    };
-    const overQuota = (completionTokens: number) => {
-      const quota = usageQuota(model, { prompt_tokens: promptEstimate, completion_tokens: Math.ceil(completionTokens) }, scope.ratio);
-      return scope.chargeable(quota) < quota;
     };
     const pipe = (attempt: Attempt, answer: UpstreamAnswer) => {
       rename = ModelRename.between(attempt.upstreamModel, model.id);

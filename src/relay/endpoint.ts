@@ -16,7 +16,8 @@ import { MAX_ANSWER_BYTES, readAnswer } from '../providers/http-call';
 import type { JsonCall, Provider, UpstreamAnswer } from '../providers/types';
 import { billedCall, type BilledCallOptions } from './billed-call';
 import { HeldRequest } from './held-request';
-import { boundedUsage, BUDGET_CHECK_BYTES, cachedTokens, quotaBoundError } from './chat';
+import { boundedUsage, cachedTokens, quotaBoundError } from './chat';
+import { outputBudget } from './output-budget';
 import { withFailover, type Attempt } from './failover';
 import { pipeStream, type PipeOutcome, type StreamTransform } from './stream-pipe';
 
@@ -178,27 +179,17 @@ export function relayEndpoint(call: EndpointCall): Promise<void> {
       });
     }
 
-    // Mid-stream, the output delivered is weighed against the reservation as in the chat relay: once
-    // enough bytes went out to matter, at growing intervals, a rough count first, the tokenizer near
-    // the bound. Past max output or what can be charged, the stream is cut and says why.
-    const overQuota = (completionTokens: number) => {
-      const quota = usageQuota(model, { prompt_tokens: promptEstimate, completion_tokens: Math.ceil(completionTokens) }, scope.ratio);
-      return scope.chargeable(quota) < quota;
-    };
-    const overBudget = (current: StreamRewriter) => {
-      const rough = current.deliveredChars / 4;
-      if (rough < bounds.completion * 0.75 && !overQuota(rough)) return false;
-      const delivered = current.deliveredTokens();
-      return delivered > bounds.completion || overQuota(delivered);
-    };
     let rewriter: StreamRewriter | undefined;
     return withFailover<PipeOutcome>(context, model, caller.key.group, capable, (attempt) => send(attempt).then((answer) => {
       const current = streamRewriter!(get);
       rewriter = current;
       const errorEvent = (error: GatewayErrorShape) => current.errorEvent?.(error) ?? endpointErrorEvent!(error);
       const decoder = new SseDecoder();
-      let forwarded = 0;
-      let nextCheck = BUDGET_CHECK_BYTES;
+      // past max output or what can be charged, the stream is cut and says why
+      const overBudget = perCall ? undefined : outputBudget({
+        model, promptTokens: promptEstimate, maxOutput: bounds.completion, scope,
+        roughTokens: () => current.deliveredChars / 4, deliveredTokens: () => current.deliveredTokens(),
+      });
       const transform: StreamTransform = {
         push: (chunk) => {
           let events: SseEvent[];
@@ -208,11 +199,7 @@ export function relayEndpoint(call: EndpointCall): Promise<void> {
           }
           let out = '';
           for (const event of events) out += current.push(event);
-          forwarded += out.length;
-          if (forwarded >= nextCheck && !perCall) {
-            nextCheck = Math.ceil(forwarded * 1.25);
-            if (overBudget(current)) transform.cut = { tail: errorEvent(quotaBoundError()), reason: 'quota_bounded' };
-          }
+          if (overBudget?.(out.length)) transform.cut = { tail: errorEvent(quotaBoundError()), reason: 'quota_bounded' };
           return out;
         },
         finish: () => {

@@ -16,7 +16,8 @@ import { billedCall } from './billed-call';
 import { HeldRequest } from './held-request';
 import { withFailover, type Attempt } from './failover';
 import { boundedMessageUsage, completionTokensOfMessage, localPromptTokens, MessagesStreamWatch, usageOfMessage, type MessageUsage, type UsageSource } from './messages-usage';
-import { BUDGET_CHECK_BYTES, promptBoundOf, quotaBoundError } from './chat';
+import { promptBoundOf, quotaBoundError } from './chat';
+import { outputBudget } from './output-budget';
 import { pipeStream, type PipeOutcome, type StreamTransform } from './stream-pipe';
 import { ModelRename } from '../formats/model-rename';
 import { AnthropicStreamFill } from '../formats/anthropic-stream-fill';
@@ -117,19 +118,6 @@ export function relayMessages(call: MessagesCall): Promise<void> {
 
     let watch = new MessagesStreamWatch();
     let usageReported: (() => boolean) | undefined;
-    // Mid-stream, the output delivered is weighed against max_tokens and the reservation as in the
-    // chat relay: once enough bytes went out to matter, at growing intervals, a rough count first,
-    // the tokenizer near the bound. Past either, the stream is cut with an error event saying why.
-    const overQuota = (outputTokens: number) => {
-      const quota = usageQuota(model, { prompt_tokens: promptEstimate, completion_tokens: Math.ceil(outputTokens) }, scope.ratio);
-      return scope.chargeable(quota) < quota;
-    };
-    const overBudget = () => {
-      const rough = watch.deliveredDeltaBytes / 4;
-      if (rough < info.maxTokens * 0.75 && !overQuota(rough)) return false;
-      const delivered = watch.deliveredTokens();
-      return delivered > info.maxTokens || overQuota(delivered);
-    };
     const { result: outcome } = await withFailover<PipeOutcome>(context, model, caller.key.group, capable, async (attempt) => {
       const answer = await send(attempt);
       usageReported = answer.usageReported;
@@ -144,19 +132,16 @@ export function relayMessages(call: MessagesCall): Promise<void> {
         if (watch.sawStopReason) return MESSAGE_STOP_EVENT;
         return anthropicErrorEvent({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${attempt.channel.name} ended the stream early` });
       };
-      let forwarded = 0;
-      let nextCheck = BUDGET_CHECK_BYTES;
+      // past max_tokens or what can be charged, the stream is cut with an error event saying why
+      const overBudget = perCall ? undefined : outputBudget({
+        model, promptTokens: promptEstimate, maxOutput: info.maxTokens, scope,
+        roughTokens: () => watch.deliveredDeltaBytes / 4, deliveredTokens: () => watch.deliveredTokens(),
+      });
       const transform: StreamTransform = {
         push: (chunk) => {
           watch.push(chunk);
           const out = first.push(chunk);
-          if (out !== null && !perCall) {
-            forwarded += out.length;
-            if (forwarded >= nextCheck) {
-              nextCheck = Math.ceil(forwarded * 1.25);
-              if (overBudget()) transform.cut = { tail: anthropicErrorEvent(quotaBoundError()), reason: 'quota_bounded' };
-            }
-          }
+          if (out !== null && overBudget?.(out.length)) transform.cut = { tail: anthropicErrorEvent(quotaBoundError()), reason: 'quota_bounded' };
           return out;
         },
         finish: () => {

@@ -205,7 +205,7 @@ for (const { front, backend, label, skip } of SETUPS) describe(`money under host
     assert.ok(charged > 0 && charged <= 200_000, `charged ${charged}`);
   });
 
-  test('/v1/messages: an upstream reporting 1e9 prompt and completion tokens is billed at the bounds, stream or not, and the client is shown them', async () => {
+  test('/v1/messages: an upstream reporting 1e9 prompt and completion tokens is billed at the bounds, stream or not; a whole answer shows them', async () => {
     const key = await createKey(setup.url, admin(), { remain_quota: 5_000_000 });
     const price = MOCK_MODELS.find((model) => model.id === 'mock-chat')!.price as { input: number; output: number };
     const billed: number[] = [];
