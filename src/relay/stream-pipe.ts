@@ -45,8 +45,15 @@ export function pipeStream(exchange: Exchange, body: BodySource, transform: Stre
      * The transform's output of this turn's data events, not written yet: it goes out as one write on
      * the next microtask, or with the end when that comes in the same turn. Events that arrive
      * together (one socket read holds many HTTP chunks) reach the client in one send, not one each.
+     * One output is held as it is, several in an array (an array emptied after every event would
+     * allocate its storage again for every event).
      */
-    const pending: Array<Buffer | string> = [];
+    let pending: Buffer | string | Array<Buffer | string> | null = null;
+    const hold = (out: Buffer | string) => {
+      if (pending === null) pending = out;
+      else if (Array.isArray(pending)) pending.push(out);
+      else pending = [pending, out];
+    };
     let scheduled = false;
     const settle = (outcome: PipeOutcome) => { if (!settled) { settled = true; resolve(outcome); } };
     const begin = () => {
@@ -54,9 +61,10 @@ export function pipeStream(exchange: Exchange, body: BodySource, transform: Stre
     };
     const writePending = () => {
       scheduled = false;
-      if (pending.length === 0 || settled) return;
-      const bytes = pending.length === 1 ? pending[0] : Buffer.concat(pending.map((part) => (typeof part === 'string' ? Buffer.from(part) : part)));
-      pending.length = 0;
+      const held = pending;
+      if (held === null || settled) return;
+      pending = null;
+      const bytes = Array.isArray(held) ? Buffer.concat(held.map((part) => (typeof part === 'string' ? Buffer.from(part) : part))) : held;
       begin();
       if (!exchange.write(bytes)) {
         body.pause();
@@ -66,11 +74,11 @@ export function pipeStream(exchange: Exchange, body: BodySource, transform: Stre
     const endWith = (tail: Buffer | string) => {
       const last = redactor.end(tail);
       begin();
-      if (pending.length === 0) exchange.end(last);
-      else {
-        const before = pending.splice(0);
-        exchange.end(...before, last);
-      }
+      const held = pending;
+      pending = null;
+      if (held === null) exchange.end(last);
+      else if (Array.isArray(held)) exchange.end(...held, last);
+      else exchange.end(held, last);
     };
     exchange.onAbort(() => {
       abort.abort();
@@ -82,7 +90,7 @@ export function pipeStream(exchange: Exchange, body: BodySource, transform: Stre
       const out = redactor.push(transform.push(chunk));
       const cut = transform.cut;
       if (cut != null) {
-        if (out !== null && out.length > 0) pending.push(out);
+        if (out !== null && out.length > 0) hold(out);
         endWith(cut.tail);
         abort.abort();
         body.destroy();
@@ -90,7 +98,7 @@ export function pipeStream(exchange: Exchange, body: BodySource, transform: Stre
         return;
       }
       if (out === null || out.length === 0) return;
-      pending.push(out);
+      hold(out);
       if (!scheduled) { scheduled = true; queueMicrotask(writePending); }
     });
     body.on('end', () => {
@@ -103,7 +111,7 @@ export function pipeStream(exchange: Exchange, body: BodySource, transform: Stre
       if (exchange.aborted) { settle({ endReason: 'client_gone', firstByteAt }); return; }
       const mapped = fromTransportError(error, channel.name);
       // nothing produced for the client yet: the caller may try another channel
-      if (!started && pending.length === 0) { settled = true; reject(mapped); return; }
+      if (!started && pending === null) { settled = true; reject(mapped); return; }
       endWith(transform.fail(mapped));
       settle({ endReason: 'upstream_error', firstByteAt, error: mapped });
     });
