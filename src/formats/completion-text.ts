@@ -1,19 +1,20 @@
 // Completion text of a forwarded OpenAI stream, for counting tokens locally when the upstream
-// reports no usage. Not extracted per event: the forwarded events are copied as one latin1 string
-// (one char per byte) until `maxBytes` of them are kept; the text is extracted from that copy in one
-// scan, either on demand or once the bound is reached, after which only the extracted text (a few
-// percent of the event bytes) stays and the forwarded size is counted. Counts are scaled by forwarded /
-// kept bytes (an estimate either way). A copy in the JavaScript heap rather than a reference to each
-// forwarded chunk: a chunk is a view of the upstream socket's read buffer, and holding it held that
-// whole buffer for the stream's life. The copy itself is dropped at the bound because an open stream
+// reports no usage. Not extracted per event: the forwarded events are copied into one buffer
+// (KeptBytes) until `maxBytes` of them are kept; the text is extracted from that copy in one scan,
+// either on demand or once the bound is reached, after which only the extracted text (a few
+// percent of the event bytes) stays and the forwarded size is counted. Counts are scaled by
+// forwarded / kept bytes (an estimate either way). A copy rather than a reference to each forwarded
+// chunk: a chunk is a view of the upstream socket's read buffer, and holding it held that whole
+// buffer for the stream's life. The copy itself is dropped at the bound because an open stream
 // would otherwise hold it (a few KiB of event JSON) for its whole life.
+import { KeptBytes } from './kept-bytes';
 
 const EXTRACT_BATCH_BYTES = 64 * 1024;
 
 export class CompletionTextSample {
   private readonly maxBytes: number;
-  /** copies of the forwarded events, one char per byte; [0, extractedBytes) already scanned; '' once compacted */
-  private kept = '';
+  /** copies of the forwarded events; [0, extractedBytes) already scanned; emptied once compacted */
+  private readonly kept: KeptBytes;
   private extractedBytes = 0;
   /** event bytes copied so far (the copy itself is dropped once it reaches maxBytes) */
   private keptBytes = 0;
@@ -26,15 +27,22 @@ export class CompletionTextSample {
 
   constructor(maxBytes: number) {
     this.maxBytes = maxBytes;
+    this.kept = new KeptBytes(maxBytes);
   }
 
   /** Records forwarded bytes (whole events); copies them while under the bound. */
   add(output: Buffer): void {
     this.forwardedBytes += output.length;
     if (this.keptBytes >= this.maxBytes) return;
-    this.kept += output.toString('latin1');
     this.keptBytes += output.length;
-    if (this.keptBytes >= this.maxBytes) this.compact();
+    if (this.keptBytes < this.maxBytes) {
+      this.kept.append(output);
+      return;
+    }
+    // the bound is reached: what was kept and this output (not copied first) are scanned, the copy dropped
+    this.extractPending();
+    this.extractBatches(output.toString('latin1'));
+    this.compact();
   }
 
   /** Records forwarded bytes without copying them (their text will not be counted). */
@@ -66,27 +74,30 @@ export class CompletionTextSample {
    */
   private compact(): void {
     this.extractPending();
-    this.kept = '';
+    this.kept.clear();
     this.extractedBytes = 0;
     if (this.textParts.length > 1) this.textParts.splice(0, this.textParts.length, this.textParts.join(''));
     else if (this.textParts.length === 1) this.textParts[0] = flat(this.textParts[0]);
   }
 
   private extractPending(): void {
-    // Scanned in batches that end at an event's end: V8 makes strings of a few hundred KB an order
-    // of magnitude slower to create than 64 KB ones.
-    const kept = this.kept;
-    let from = this.extractedBytes;
-    while (from < kept.length) {
-      let to = Math.min(kept.length, from + EXTRACT_BATCH_BYTES);
-      if (to < kept.length) {
-        const blank = kept.lastIndexOf('\n\n', to - 2);
+    const length = this.kept.length;
+    if (this.extractedBytes < length) this.extractBatches(this.kept.toString('latin1', this.extractedBytes, length));
+    this.extractedBytes = length;
+  }
+
+  /** extractText over whole events, in batches that end at an event's end: V8 makes strings of a few hundred KB an order of magnitude slower to create than 64 KB ones. */
+  private extractBatches(events: string): void {
+    let from = 0;
+    while (from < events.length) {
+      let to = Math.min(events.length, from + EXTRACT_BATCH_BYTES);
+      if (to < events.length) {
+        const blank = events.lastIndexOf('\n\n', to - 2);
         if (blank >= from) to = blank + 2;
       }
-      this.extractText(from === 0 && to === kept.length ? kept : kept.slice(from, to));
+      this.extractText(from === 0 && to === events.length ? events : events.slice(from, to));
       from = to;
     }
-    this.extractedBytes = from;
   }
 
   /**

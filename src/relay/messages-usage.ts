@@ -6,6 +6,7 @@ export { completionTokensOfMessage, localPromptTokens } from '../billing/message
 import { AnthropicStreamUsage } from '../formats/anthropic-usage';
 import { MAX_EVENT_BYTES, SseDecoder } from '../formats/sse';
 import { SseFramer } from '../formats/sse-framer';
+import { KeptBytes } from '../formats/kept-bytes';
 import { matchesAt, nextEventEnd } from '../formats/openai-stream-scan';
 
 export interface MessageUsage { input: number; output: number; cacheRead: number; cacheCreation: number }
@@ -67,7 +68,13 @@ export class MessagesStreamWatch {
   private readonly decoder = new SseDecoder();
   private readonly framer = new SseFramer();
   private readonly reader = new AnthropicStreamUsage();
-  private readonly kept: string[] = [];
+  /**
+   * The kept delta events' data, each a record: its length (4 bytes), then its bytes. Records are
+   * added while the data kept is under MAX_KEPT_DELTA_BYTES and the records under twice that (so
+   * events without data are bounded too).
+   */
+  private readonly kept = new KeptBytes(MAX_KEPT_DELTA_BYTES + MAX_KEPT_DELTA_BYTES / 8);
+  /** bytes of delta event data kept (the records' lengths not counted) */
   private keptBytes = 0;
   /** the token count of `kept`, once it is full */
   private keptTokens: number | undefined;
@@ -143,24 +150,28 @@ export class MessagesStreamWatch {
     for (const event of this.decoder.push(bytes)) this.observe(event);
   }
 
-  /** A delta event's data read from the bytes, buffer[start, end): decoded only while it is kept. */
+  /** A delta event's data read from the bytes, buffer[start, end): counted, and copied while under the bound. */
   private delivered(buffer: Buffer, start: number, end: number): void {
-    this.noteDelta(end - start, this.keptBytes < MAX_KEPT_DELTA_BYTES ? buffer.toString('utf8', start, end) : '');
+    if (this.noteDelta(end - start)) this.kept.append(buffer, start, end);
   }
 
   private observe(event: { event?: string; data: string }): void {
     this.reader.observe(event);
     const isDelta = event.event === 'content_block_delta' || (event.event === undefined && event.data.includes('"content_block_delta"'));
-    if (isDelta) this.noteDelta(Buffer.byteLength(event.data), event.data);
+    if (isDelta && this.noteDelta(Buffer.byteLength(event.data))) this.kept.appendText(event.data);
   }
 
-  /** A delta event's data: counted, and kept while under the bound. */
-  private noteDelta(bytes: number, data: string): void {
+  /** A delta event's data of `bytes`: counted; true when it is to be kept (its record's length is written, its bytes follow). */
+  private noteDelta(bytes: number): boolean {
     this.deltaBytes += bytes;
-    if (this.keptBytes < MAX_KEPT_DELTA_BYTES) {
-      this.kept.push(data);
-      this.keptBytes += bytes;
-    }
+    if (this.keptFull) return false;
+    this.kept.appendUInt32(bytes);
+    this.keptBytes += bytes;
+    return true;
+  }
+
+  private get keptFull(): boolean {
+    return this.keptBytes >= MAX_KEPT_DELTA_BYTES || this.kept.length >= 2 * MAX_KEPT_DELTA_BYTES;
   }
 
   /** Bytes of delta event data delivered so far: a rough measure of the output, above its text. */
@@ -173,13 +184,16 @@ export class MessagesStreamWatch {
   deliveredTokens(): number {
     if (this.keptBytes === 0) return 0;
     const tokens = this.keptTokens ?? this.countKept();
-    if (this.keptBytes >= MAX_KEPT_DELTA_BYTES) this.keptTokens = tokens;
+    if (this.keptFull) this.keptTokens = tokens;
     return this.deltaBytes > this.keptBytes ? Math.ceil((tokens * this.deltaBytes) / this.keptBytes) : tokens;
   }
 
   private countKept(): number {
     let text = '';
-    for (const data of this.kept) {
+    for (let at = 0; at < this.kept.length;) {
+      const end = at + 4 + this.kept.readUInt32(at);
+      const data = this.kept.toString('utf8', at + 4, end);
+      at = end;
       try {
         const delta = (JSON.parse(data) as { delta?: Json }).delta ?? {};
         const piece = delta.text ?? delta.partial_json ?? delta.thinking;

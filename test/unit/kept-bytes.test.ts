@@ -1,0 +1,41 @@
+// KeptBytes: what the stream watchers keep for a local count. Every byte appended must read back
+// in order however often the buffer grew, whatever the source buffer holds afterwards.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { KeptBytes } from '../../src/formats/kept-bytes';
+
+test('bytes, text and lengths read back in order across growth, past the bound too', () => {
+  const kept = new KeptBytes(1500);
+  const expected: Buffer[] = [];
+  for (let index = 0; index < 400; index += 1) {
+    const text = index % 3 === 0 ? `模块${index}→` : `piece ${index} `;
+    if (index % 2 === 0) {
+      const source = Buffer.from(`xx${text}yy`);
+      kept.append(source, 2, source.length - 2);
+      source.fill(0);   // the source is reused by its owner: what was kept is a copy
+    } else {
+      kept.appendText(text);
+    }
+    kept.appendUInt32(index);
+    const length = Buffer.alloc(4);
+    length.writeUInt32LE(index);
+    expected.push(Buffer.from(text), length);
+  }
+  const all = Buffer.concat(expected);
+  assert.ok(all.length > 1500 * 2, 'the kept bytes pass the bound by far');
+  assert.equal(kept.length, all.length);
+  assert.equal(kept.toString('latin1'), all.toString('latin1'));
+  assert.equal(kept.toString('utf8', 0, Buffer.byteLength('模块0→')), '模块0→');
+  const lastLength = all.length - 4;
+  assert.equal(kept.readUInt32(lastLength), 399);
+});
+
+test('clear drops everything; appending starts again', () => {
+  const kept = new KeptBytes(1024);
+  kept.appendText('a'.repeat(2000));
+  kept.clear();
+  assert.equal(kept.length, 0);
+  assert.equal(kept.toString('latin1'), '');
+  kept.appendText('again');
+  assert.equal(kept.toString('utf8'), 'again');
+});
