@@ -70,8 +70,8 @@ export class MessagesStreamWatch {
   private readonly reader = new AnthropicStreamUsage();
   /**
    * The kept delta events' data, each a record: its length (4 bytes), then its bytes. Records are
-   * added while the data kept is under MAX_KEPT_DELTA_BYTES and the records under twice that (so
-   * events without data are bounded too).
+   * added while the data kept is under MAX_KEPT_DELTA_BYTES; an event without data holds no text
+   * and is not kept, so the records stay within five times the bound.
    */
   private readonly kept = new KeptBytes(MAX_KEPT_DELTA_BYTES + MAX_KEPT_DELTA_BYTES / 8);
   /** bytes of delta event data kept (the records' lengths not counted) */
@@ -164,14 +164,10 @@ export class MessagesStreamWatch {
   /** A delta event's data of `bytes`: counted; true when it is to be kept (its record's length is written, its bytes follow). */
   private noteDelta(bytes: number): boolean {
     this.deltaBytes += bytes;
-    if (this.keptFull) return false;
+    if (bytes === 0 || this.keptBytes >= MAX_KEPT_DELTA_BYTES) return false;
     this.kept.appendUInt32(bytes);
     this.keptBytes += bytes;
     return true;
-  }
-
-  private get keptFull(): boolean {
-    return this.keptBytes >= MAX_KEPT_DELTA_BYTES || this.kept.length >= 2 * MAX_KEPT_DELTA_BYTES;
   }
 
   /** Bytes of delta event data delivered so far: a rough measure of the output, above its text. */
@@ -184,7 +180,7 @@ export class MessagesStreamWatch {
   deliveredTokens(): number {
     if (this.keptBytes === 0) return 0;
     const tokens = this.keptTokens ?? this.countKept();
-    if (this.keptFull) this.keptTokens = tokens;
+    if (this.keptBytes >= MAX_KEPT_DELTA_BYTES) this.keptTokens = tokens;
     return this.deltaBytes > this.keptBytes ? Math.ceil((tokens * this.deltaBytes) / this.keptBytes) : tokens;
   }
 

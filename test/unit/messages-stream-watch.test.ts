@@ -122,6 +122,7 @@ function streams(): Array<[string, string | Buffer]> {
     ['an unfinished event at the end', START + deltas + 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"text":"never ends"}}'],
     ['an unfinished event past the framing bound', START + deltas.slice(0, 400) + 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"' + 'x'.repeat(70 * 1024) + '"}}\n\n' + deltas + STOP_DELTA],
     ['an event past the decoder bound', START + deltas + delta('y'.repeat(MAX_EVENT_BYTES + 10)) + STOP_DELTA],
+    ['thousands of deltas without data, then text, no usage', START + 'event: content_block_delta\ndata: \n\n'.repeat(5000) + deltas],
     ['more delta bytes than are kept', START + long + 'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":0}}\n\n'],
     ['an error event mid-stream', START + deltas.slice(0, 2000) + 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'],
     ['random bytes between events', START + deltas.slice(0, 3000) + Buffer.from(Array.from({ length: 300 }, () => Math.floor(random() * 256))).toString('latin1') + '\n\n' + deltas + STOP_DELTA],
