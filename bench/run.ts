@@ -102,7 +102,7 @@ async function measureAll(subjects: Subject[], measure: Measure): Promise<void> 
 /** warm-up of a target at the start of its turn in a round: the other one had the machine before */
 const ROUND_WARMUP_SECONDS = 0.5;
 /** alternated rounds of a long-stream scenario, at most */
-const LONG_ROUNDS = 4;
+const LONG_ROUNDS = 6;
 
 /**
  * Each throughput scenario again in short rounds, the pass-through and Tollgate in turn and the
