@@ -71,7 +71,8 @@ export class MessagesStreamWatch {
   /**
    * The kept delta events' data, each a record: its length (4 bytes), then its bytes. Records are
    * added while the data kept is under MAX_KEPT_DELTA_BYTES; an event without data holds no text
-   * and is not kept, so the records stay within five times the bound.
+   * and is not kept, so a record holds at least one byte besides its 4 of length and all of them
+   * stay within five times the bound (plus the event that crosses it).
    */
   private readonly kept = new KeptBytes(MAX_KEPT_DELTA_BYTES + MAX_KEPT_DELTA_BYTES / 8);
   /** bytes of delta event data kept (the records' lengths not counted) */
