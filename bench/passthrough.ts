@@ -12,6 +12,7 @@ import { loadUws, statusLine, type UwsResponse } from '../src/http/uws-server';
 import { CallAbort } from '../src/upstream/call-abort';
 import { MAX_CONNECTIONS_PER_ORIGIN } from '../src/upstream/pools';
 import { requestUpstream, type BodySource } from '../src/upstream/upstream-call';
+import { flushAtTurnEnd, type TurnFlushable } from '../src/relay/turn-flush';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -95,9 +96,9 @@ function relay(response: UwsResponse, status: number, type: string, body: BodySo
     return;
   }
 
-  // As Tollgate's stream pipe does: a chunk goes out on the next microtask, or with the end when
-  // both come in one turn (one send instead of two), so the baseline is not charged a send that
-  // Tollgate saves.
+  // As Tollgate's stream pipe does: a chunk goes out at the end of its turn (flushAtTurnEnd), or with
+  // the end when both come in one turn (one send instead of two), so the baseline is not charged a
+  // send, or a scheduling, that Tollgate saves.
   let headWritten = false;
   let pending: Buffer | null = null;
   const writePending = () => {
@@ -114,11 +115,12 @@ function relay(response: UwsResponse, status: number, type: string, body: BodySo
       response.onWritable(() => { body.resume(); return true; });
     }
   };
+  const flusher: TurnFlushable = { flushQueued: false, flush: writePending };
   body.on('data', (chunk: Buffer) => {
     if (isAborted()) { body.destroy(); return; }
     if (pending !== null) writePending();
     pending = chunk;
-    queueMicrotask(writePending);
+    flushAtTurnEnd(flusher);
   });
   body.on('end', () => {
     if (isAborted()) return;

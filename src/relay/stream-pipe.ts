@@ -9,6 +9,7 @@ import { StreamErrorRedactor } from '../formats/stream-error-redact';
 import type { Exchange, Headers } from '../http';
 import { fromTransportError } from '../upstream/transport-errors';
 import type { BodySource } from '../upstream/upstream-call';
+import { flushAtTurnEnd, type TurnFlushable } from './turn-flush';
 
 export interface StreamTransform {
   /** bytes to forward now (null/empty = nothing yet) */
@@ -36,84 +37,113 @@ export const SSE_HEADERS: Headers = {
 
 export function pipeStream(exchange: Exchange, body: BodySource, transform: StreamTransform, abort: { abort(): void },
   channel: Pick<ChannelConfig, 'name' | 'keys' | 'base_url'>, headers: Headers = SSE_HEADERS): Promise<PipeOutcome> {
-  const redactor = new StreamErrorRedactor(() => upstreamSecrets(channel));
   return new Promise((resolve, reject) => {
-    let started = false;
-    let firstByteAt: number | null = null;
-    let settled = false;
-    /**
-     * The transform's output of this turn's data events, not written yet: it goes out as one write on
-     * the next microtask, or with the end when that comes in the same turn. Events that arrive
-     * together (one socket read holds many HTTP chunks) reach the client in one send, not one each.
-     * One output is held as it is, several in an array (an array emptied after every event would
-     * allocate its storage again for every event).
-     */
-    let pending: Buffer | string | Array<Buffer | string> | null = null;
-    const hold = (out: Buffer | string) => {
-      if (pending === null) pending = out;
-      else if (Array.isArray(pending)) pending.push(out);
-      else pending = [pending, out];
-    };
-    let scheduled = false;
-    const settle = (outcome: PipeOutcome) => { if (!settled) { settled = true; resolve(outcome); } };
-    const begin = () => {
-      if (!started) { started = true; firstByteAt = Date.now(); exchange.startStream(200, headers); }
-    };
-    const writePending = () => {
-      scheduled = false;
-      const held = pending;
-      if (held === null || settled) return;
-      pending = null;
-      const bytes = Array.isArray(held) ? Buffer.concat(held.map((part) => (typeof part === 'string' ? Buffer.from(part) : part))) : held;
-      begin();
-      if (!exchange.write(bytes)) {
-        body.pause();
-        exchange.onWritable(() => { if (!settled) body.resume(); });
-      }
-    };
-    const endWith = (tail: Buffer | string) => {
-      const last = redactor.end(tail);
-      begin();
-      const held = pending;
-      pending = null;
-      if (held === null) exchange.end(last);
-      else if (Array.isArray(held)) exchange.end(...held, last);
-      else exchange.end(held, last);
-    };
-    exchange.onAbort(() => {
-      abort.abort();
-      body.destroy();
-      settle({ endReason: 'client_gone', firstByteAt });
-    });
-    body.on('data', (chunk: Buffer) => {
-      if (settled) return;
-      const out = redactor.push(transform.push(chunk));
-      const cut = transform.cut;
-      if (cut != null) {
-        if (out !== null && out.length > 0) hold(out);
-        endWith(cut.tail);
-        abort.abort();
-        body.destroy();
-        settle({ endReason: cut.reason, firstByteAt });
-        return;
-      }
-      if (out === null || out.length === 0) return;
-      hold(out);
-      if (!scheduled) { scheduled = true; queueMicrotask(writePending); }
-    });
-    body.on('end', () => {
-      if (settled) return;
-      endWith(transform.finish());
-      settle({ endReason: 'completed', firstByteAt });
-    });
-    body.on('error', (error: unknown) => {
-      if (settled) return;
-      if (exchange.aborted) { settle({ endReason: 'client_gone', firstByteAt }); return; }
-      const mapped = fromTransportError(error, channel.name);
-      // nothing produced for the client yet: the caller may try another channel
-      if (!started && pending === null) { settled = true; reject(mapped); return; }
-      endWith(transform.fail(mapped));
-      settle({ endReason: 'upstream_error', firstByteAt, error: mapped });
-    });
+    const pipe = new StreamPipe(exchange, body, transform, abort, channel, headers, resolve, reject);
+    exchange.onAbort(() => pipe.clientGone());
+    body.on('data', (chunk: Buffer) => pipe.data(chunk));
+    body.on('end', () => pipe.end());
+    body.on('error', (error: unknown) => pipe.error(error));
   });
+}
+
+/** One stream's state: an object with methods rather than closures (fewer objects kept per open stream). */
+class StreamPipe implements TurnFlushable {
+  private readonly redactor: StreamErrorRedactor;
+  private started = false;
+  private firstByteAt: number | null = null;
+  private settled = false;
+  /**
+   * The transform's output of this turn's data events, not written yet: it goes out as one write at
+   * the end of the turn (flushAtTurnEnd), or with the end when that comes in the same turn. Events
+   * that arrive together (one socket read holds many HTTP chunks) reach the client in one send, not
+   * one each. One output is held as it is, several in an array (an array emptied after every event
+   * would allocate its storage again for every event).
+   */
+  private pending: Buffer | string | Array<Buffer | string> | null = null;
+  flushQueued = false;
+
+  constructor(private readonly exchange: Exchange, private readonly body: BodySource, private readonly transform: StreamTransform,
+    private readonly abort: { abort(): void }, private readonly channel: Pick<ChannelConfig, 'name' | 'keys' | 'base_url'>,
+    private readonly headers: Headers, private readonly resolve: (outcome: PipeOutcome) => void, private readonly reject: (error: unknown) => void) {
+    this.redactor = new StreamErrorRedactor(() => upstreamSecrets(channel));
+  }
+
+  data(chunk: Buffer): void {
+    if (this.settled) return;
+    const out = this.redactor.push(this.transform.push(chunk));
+    const cut = this.transform.cut;
+    if (cut != null) {
+      if (out !== null && out.length > 0) this.hold(out);
+      this.endWith(cut.tail);
+      this.abort.abort();
+      this.body.destroy();
+      this.settle(cut.reason);
+      return;
+    }
+    if (out === null || out.length === 0) return;
+    this.hold(out);
+    flushAtTurnEnd(this);
+  }
+
+  end(): void {
+    if (this.settled) return;
+    this.endWith(this.transform.finish());
+    this.settle('completed');
+  }
+
+  error(error: unknown): void {
+    if (this.settled) return;
+    if (this.exchange.aborted) { this.settle('client_gone'); return; }
+    const mapped = fromTransportError(error, this.channel.name);
+    // nothing produced for the client yet: the caller may try another channel
+    if (!this.started && this.pending === null) { this.settled = true; this.reject(mapped); return; }
+    this.endWith(this.transform.fail(mapped));
+    this.settle('upstream_error', mapped);
+  }
+
+  clientGone(): void {
+    this.abort.abort();
+    this.body.destroy();
+    this.settle('client_gone');
+  }
+
+  /** Writes what this turn's data events produced (flushAtTurnEnd); a full client pauses the upstream. */
+  flush(): void {
+    const held = this.pending;
+    if (held === null || this.settled) return;
+    this.pending = null;
+    const bytes = Array.isArray(held) ? Buffer.concat(held.map((part) => (typeof part === 'string' ? Buffer.from(part) : part))) : held;
+    this.begin();
+    if (!this.exchange.write(bytes)) {
+      this.body.pause();
+      this.exchange.onWritable(() => { if (!this.settled) this.body.resume(); });
+    }
+  }
+
+  private hold(out: Buffer | string): void {
+    const pending = this.pending;
+    if (pending === null) this.pending = out;
+    else if (Array.isArray(pending)) pending.push(out);
+    else this.pending = [pending, out];
+  }
+
+  private begin(): void {
+    if (!this.started) { this.started = true; this.firstByteAt = Date.now(); this.exchange.startStream(200, this.headers); }
+  }
+
+  private endWith(tail: Buffer | string): void {
+    const last = this.redactor.end(tail);
+    this.begin();
+    const held = this.pending;
+    this.pending = null;
+    if (held === null) this.exchange.end(last);
+    else if (Array.isArray(held)) this.exchange.end(...held, last);
+    else this.exchange.end(held, last);
+  }
+
+  private settle(endReason: EndReason, error?: GatewayErrorShape): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.resolve(error === undefined ? { endReason, firstByteAt: this.firstByteAt } : { endReason, firstByteAt: this.firstByteAt, error });
+  }
 }
