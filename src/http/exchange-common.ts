@@ -176,6 +176,8 @@ export abstract class ExchangeLifecycle {
   /** set when the body could not be read (too large, too slow): the rest of it is never read, so the connection must go */
   protected closeAfterAnswer = false;
   protected readonly aborts = new AbortListeners();
+  /** the body being read: held only while it comes, not for the minutes a streamed answer can take */
+  protected bodyCollector: BodyCollector | null = null;
 
   onAbort(listener: () => void): void { this.aborts.add(listener); }
 
@@ -186,8 +188,31 @@ export abstract class ExchangeLifecycle {
     this.aborted = true;
     this.finished = true;
     if (!wasFinished) ended();
+    this.failBody(bodyErrors.clientClosed());
     this.aborts.fire();
     return true;
+  }
+
+  /** Refuses the body being read, if one is, and lets its collector go. */
+  protected failBody(error: GatewayError): void {
+    const collector = this.bodyCollector;
+    this.bodyCollector = null;
+    collector?.fail(error);
+  }
+
+  /** Adds a chunk of the body being read (ignored once it is read or refused). */
+  protected bodyChunk(chunk: Buffer): void {
+    const collector = this.bodyCollector;
+    if (collector === null) return;
+    collector.add(chunk);
+    if (collector.done) this.bodyCollector = null;
+  }
+
+  /** The body being read is complete. */
+  protected bodyEnd(): void {
+    const collector = this.bodyCollector;
+    this.bodyCollector = null;
+    collector?.end();
   }
 }
 

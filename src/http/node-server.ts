@@ -96,10 +96,10 @@ class NodeExchange extends ExchangeLifecycle implements Exchange {
       if (error.status === 413) this.dropRest(received);
       else this.closeAfterAnswer = true;
     });
-    request.on('data', (chunk: Buffer) => collector.add(chunk));
-    request.on('end', () => collector.end());
-    request.on('error', () => collector.fail(bodyErrors.unreadable()));
-    this.aborts.add(() => collector.fail(bodyErrors.clientClosed()));
+    this.bodyCollector = collector;
+    request.on('data', (chunk: Buffer) => this.bodyChunk(chunk));
+    request.on('end', () => this.bodyEnd());
+    request.on('error', () => this.failBody(bodyErrors.unreadable()));
     return collector.promise;
   }
 

@@ -90,7 +90,7 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
     let headerBytes = 0;
     request.forEach((key, value) => { headers[key] = value; headerBytes += key.length + value.length + 4; framing.add(key, value); });
     this.headers = headers;
-    response.onAborted(() => this.handleAbort());
+    this.listenForAbort();
     const limits = server.options.limits;
     this.bodyLimit = limits.defaultBodyLimit;
     const refusal = framing.refusal();
@@ -106,6 +106,11 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
     } else if (headerBytes > limits.maxHeaderBytes) {
       this.reject(431, `request headers exceed the ${limits.maxHeaderBytes}-byte limit`);
     }
+  }
+
+  /** uWS's abort handler, made here rather than in the constructor: it keeps no more than `this` alive for the exchange's life. */
+  private listenForAbort(): void {
+    this.response.onAborted(() => this.handleAbort());
   }
 
   /** Called right after the synchronous part of the handler: uWS needs onData attached before we return. */
@@ -143,14 +148,16 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
     const collector = new BodyCollector(limit, this.server.options.limits.bodyTimeoutMs, (error, received) => {
       if (error.status !== 413 || !lingerable(lengthHeader, received)) this.closeAfterAnswer = true;
     });
-    this.aborts.add(() => collector.fail(bodyErrors.clientClosed()));
-    if (lengthHeader !== undefined && Number(lengthHeader) > limit) collector.fail(bodyErrors.tooLarge(limit));
-    this.response.onData((chunk, isLast) => {
-      if (collector.done) return;
-      collector.add(Buffer.from(new Uint8Array(chunk)));   // copy: uWS neuters the ArrayBuffer on return
-      if (isLast) collector.end();
-    });
+    this.bodyCollector = collector;
+    if (lengthHeader !== undefined && Number(lengthHeader) > limit) this.failBody(bodyErrors.tooLarge(limit));
+    this.response.onData((chunk, isLast) => this.bodyData(chunk, isLast));
     return collector.promise;
+  }
+
+  private bodyData(chunk: ArrayBuffer, isLast: boolean): void {
+    if (this.bodyCollector === null) return;
+    this.bodyChunk(Buffer.from(new Uint8Array(chunk)));   // copy: uWS neuters the ArrayBuffer on return
+    if (isLast) this.bodyEnd();
   }
 
   private handleAbort(): void {
