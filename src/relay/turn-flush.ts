@@ -1,8 +1,8 @@
 // Output held until the end of the current turn: a stream's events that arrive in one socket read
-// (one I/O callback) leave in one write. Every held stream is flushed by one microtask per turn,
-// shared by all of them: queueing a stream allocates nothing, and a turn's flush is one promise
-// reaction (queueMicrotask allocated an async resource and a bound function for every event of
-// every stream).
+// (one I/O callback) leave in one write. One microtask at the end of the turn flushes every holder
+// queued in it: queueing a holder allocates nothing, and the turn's flush is one promise reaction
+// (queueMicrotask makes an async resource and a bound function on every call, which would be once
+// per event of every stream).
 
 /** A holder of output for the end of the turn (the stream pipe; the bench's pass-through). */
 export interface TurnFlushable {
