@@ -151,3 +151,25 @@ test('the last chunk goes out with the end when both arrive in one turn; a chunk
   assert.equal(second.received[0], 'data: 1\n\n');
   assert.match(second.ended ?? '', /^data: \{"error"/);
 });
+
+test('streams with events in one turn each get one write at its end; a client that leaves before it gets nothing more', async () => {
+  const first = new ScriptedClient();
+  const firstBody = new ScriptedBody();
+  const gone = new ScriptedClient();
+  const goneBody = new ScriptedBody();
+  const firstOutcome = pipeStream(first.asExchange(), firstBody, passThroughTransform, { abort: () => {} }, TEST_CHANNEL);
+  let upstreamAborted = false;
+  const goneOutcome = pipeStream(gone.asExchange(), goneBody, passThroughTransform, { abort: () => { upstreamAborted = true; } }, TEST_CHANNEL);
+  firstBody.emit('data', Buffer.from('data: 1\n\n'));
+  goneBody.emit('data', Buffer.from('data: a\n\n'));
+  firstBody.emit('data', Buffer.from('data: 2\n\n'));
+  gone.leave();
+  assert.deepEqual(first.written, [], 'nothing is written inside the turn');
+  await Promise.resolve();
+  assert.deepEqual(first.written, ['data: 1\n\ndata: 2\n\n'], 'the turn\'s two events in one write');
+  assert.deepEqual(gone.received, [], 'the client that left got nothing');
+  assert.equal((await goneOutcome).endReason, 'client_gone');
+  assert.equal(upstreamAborted, true);
+  firstBody.emit('end');
+  assert.equal((await firstOutcome).endReason, 'completed');
+});
