@@ -1,8 +1,8 @@
 // Bytes a stream watcher keeps for a later local count (the start of a completion, delta events'
 // data), copied into one buffer per stream, made at the watcher's bound when the first piece comes
-// and grown past it by a quarter at a time. One buffer instead of a string per event: an open
-// stream's kept strings outlived the young-generation collections of the seconds it ran, so each
-// was copied by the scavenger and promoted, and a buffer's bytes are never moved. Pure: no I/O.
+// and grown past it by a quarter at a time. One buffer instead of a string per event: a string
+// kept for the seconds a stream runs outlives young-generation collections, so the scavenger copies
+// and promotes it, while a buffer's bytes are never moved. Pure: no I/O.
 
 export class KeptBytes {
   private buffer: Buffer | null = null;
