@@ -47,7 +47,8 @@ export interface Check { name: string; measured: string; target: string; pass: b
  * and Tollgate alternated (their order flipped each round). A single pass of each target compares
  * two moments of a shared machine; the median of alternated rounds compares the targets.
  */
-export interface AlternatedRounds { scenario: ScenarioId; rounds: { passthrough: LoadResult; tollgate: LoadResult }[] }
+/** `start`: which start of the two systems a round measured (0: the run's own; long-stream scenarios spread their rounds over several) */
+export interface AlternatedRounds { scenario: ScenarioId; rounds: { passthrough: LoadResult; tollgate: LoadResult; start?: number }[] }
 
 export interface SoakReport {
   requestedRequests: number;
@@ -218,9 +219,10 @@ export function evaluateTargets(targets: TargetRun[], alternated: AlternatedRoun
       const middleBase = median(ratios.map((entry) => entry.baseUs ?? NaN));
       roundsClean = rounds.every((round) => clean(round.tollgate) && clean(round.passthrough));
       const perCall = Number.isFinite(middleOurs) && Number.isFinite(middleBase) ? ` (CPU per call: pass-through ${microseconds(middleBase)}, Tollgate ${microseconds(middleOurs)}, medians)` : '';
+      const starts = new Set(rounds.map((round) => round.start ?? 0)).size;
       measured = {
         ratio: middle, oursUs: null, baseUs: null,
-        text: `${ratioText(middle)}${perCall}, median of ${rounds.length} alternated rounds `
+        text: `${ratioText(middle)}${perCall}, median of ${rounds.length} alternated rounds${starts > 1 ? ` over ${starts} starts of each` : ''} `
           + `(${ratioText(Math.min(...ratios.map((entry) => entry.ratio)))}–${ratioText(Math.max(...ratios.map((entry) => entry.ratio)))}); single pass ${single.text}`,
       };
     }
@@ -353,7 +355,7 @@ export function renderMarkdown(report: RunReport): string {
         const ours = cpuPerCallUs(round.tollgate);
         const ratio = base !== null && ours !== null ? ratioText(base / ours) : `${percent(round.tollgate.requestsPerSecond / Math.max(1, round.passthrough.requestsPerSecond))} of req/s`;
         const cpu = (value: number | null) => (value === null ? '–' : number(value, 1));
-        lines.push(`| ${label} | ${index + 1} | ${number(round.passthrough.requestsPerSecond)} | ${cpu(base)} | ${number(round.tollgate.requestsPerSecond)} | ${cpu(ours)} | ${ratio} |`);
+        lines.push(`| ${label} | ${index + 1}${round.start ? ` (start ${round.start + 1})` : ''} | ${number(round.passthrough.requestsPerSecond)} | ${cpu(base)} | ${number(round.tollgate.requestsPerSecond)} | ${cpu(ours)} | ${ratio} |`);
       });
     }
     lines.push('');

@@ -63,15 +63,7 @@ interface Subject { run: TargetRun; endpoint: Endpoint; idle?: { count: number; 
  */
 async function measureAll(subjects: Subject[], measure: Measure): Promise<void> {
   const { options, scenarioList, model } = measure;
-  const dialects = new Set(scenarioList.map((scenario) => scenario.dialect ?? 'chat'));
-  for (const subject of subjects) {
-    await checkEndpoint(subject.endpoint, model);
-    if (dialects.has('messages')) await checkEndpoint(subject.endpoint, BENCH_MESSAGES_MODEL, 'messages');
-    if (options.startWarmup > 0) {
-      log(`  ${subject.run.label}: ${options.startWarmup} s of start-up warm-up`);
-      for (const stream of [false, true]) await runLoad(subject.endpoint, chatBody(model, stream), START_WARMUP_CONNECTIONS, options.startWarmup / 2, 0);
-    }
-  }
+  for (const subject of subjects) await startUp(subject, measure);
   const lastThroughput = scenarioList.filter(isThroughput).at(-1);
   const open = new Map<Subject, IdleConnections>();
   try {
@@ -99,32 +91,63 @@ async function measureAll(subjects: Subject[], measure: Measure): Promise<void> 
   }
 }
 
+/** A target just started: its endpoints answer, then the start-up warm-up. */
+async function startUp(subject: Subject, measure: Measure): Promise<void> {
+  const { options, scenarioList, model } = measure;
+  await checkEndpoint(subject.endpoint, model);
+  if (scenarioList.some((scenario) => scenario.dialect === 'messages')) await checkEndpoint(subject.endpoint, BENCH_MESSAGES_MODEL, 'messages');
+  if (options.startWarmup > 0) {
+    log(`  ${subject.run.label}: ${options.startWarmup} s of start-up warm-up`);
+    for (const stream of [false, true]) await runLoad(subject.endpoint, chatBody(model, stream), START_WARMUP_CONNECTIONS, options.startWarmup / 2, 0);
+  }
+}
+
 /** warm-up of a target at the start of its turn in a round: the other one had the machine before */
 const ROUND_WARMUP_SECONDS = 0.5;
 /** alternated rounds of a long-stream scenario, at most */
 const LONG_ROUNDS = 6;
+/**
+ * Starts of each system a long-stream scenario's rounds are spread over. On the live shapes one
+ * start of the same build settles at a cost per call up to ~10% off another's, for as long as it
+ * runs (bench/README.md): the rounds of a single start measure that start, not the build.
+ */
+const LONG_STARTS = 3;
+
+/** A pass-through and a Tollgate started for some rounds, and how to stop them. */
+interface Pair { baseline: Subject; tollgate: Subject; stop(): Promise<void> }
 
 /**
  * Each throughput scenario again in short rounds, the pass-through and Tollgate in turn and the
  * order flipped every round, so both meet the same moments of a shared machine. A single pass of
- * each (measureAll) moved the ratio by several points from run to run.
+ * each (measureAll) moved the ratio by several points from run to run. A long-stream scenario's
+ * rounds are spread over LONG_STARTS starts of each system when `freshPair` can start more: the
+ * first pair is the run's own, the others are started for their rounds and stopped after them.
  */
-async function alternate(baseline: Subject, tollgate: Subject, measure: Measure): Promise<AlternatedRounds[]> {
+async function alternate(baseline: Subject, tollgate: Subject, measure: Measure, freshPair?: () => Promise<Pair>): Promise<AlternatedRounds[]> {
   const { options, scenarioList, model } = measure;
   const results: AlternatedRounds[] = [];
   for (const scenario of scenarioList.filter(isThroughput)) {
+    const long = scenario.windowSeconds !== undefined;
     // long streams take seconds a round (warm-up over a whole call, then the window): fewer rounds
-    const count = scenario.windowSeconds !== undefined ? Math.min(options.rounds, LONG_ROUNDS) : options.rounds;
-    log(`  alternated rounds: ${scenario.label}, ${count} × ${scenario.windowSeconds ?? options.roundSeconds} s each`);
+    const count = long ? Math.min(options.rounds, LONG_ROUNDS) : options.rounds;
+    const starts = long && freshPair ? Math.min(LONG_STARTS, count) : 1;
+    log(`  alternated rounds: ${scenario.label}, ${count} × ${scenario.windowSeconds ?? options.roundSeconds} s each${starts > 1 ? `, over ${starts} starts of each` : ''}`);
     const measureOne = (subject: Subject) => runScenario(subject.endpoint, model, scenario, options.roundSeconds, ROUND_WARMUP_SECONDS, subject.pids);
     const rounds: AlternatedRounds['rounds'] = [];
-    for (let round = 0; round < count; round += 1) {
-      if (round % 2 === 0) {
-        const passthrough = await measureOne(baseline);
-        rounds.push({ passthrough, tollgate: await measureOne(tollgate) });
-      } else {
-        const ours = await measureOne(tollgate);
-        rounds.push({ passthrough: await measureOne(baseline), tollgate: ours });
+    for (let start = 0; start < starts; start += 1) {
+      const pair: Pair = start === 0 ? { baseline, tollgate, stop: () => Promise.resolve() } : await freshPair!();
+      try {
+        for (let round = Math.floor((start * count) / starts); round < Math.floor(((start + 1) * count) / starts); round += 1) {
+          if (round % 2 === 0) {
+            const passthrough = await measureOne(pair.baseline);
+            rounds.push({ passthrough, tollgate: await measureOne(pair.tollgate), start });
+          } else {
+            const ours = await measureOne(pair.tollgate);
+            rounds.push({ passthrough: await measureOne(pair.baseline), tollgate: ours, start });
+          }
+        }
+      } finally {
+        await pair.stop();
       }
     }
     results.push({ scenario: scenario.id, rounds });
@@ -245,7 +268,34 @@ async function compare(options: Options, placement: Placement, children: ChildPr
       pids: () => [tollgate.supervisorPid, ...tollgate.workerPids()],
     };
     await measureAll([{ run: direct, endpoint: chatEndpoint(mock.url), pids: () => [mock.pid] }, baselineSubject, tollgateSubject], measure);
-    const alternated = options.rounds > 0 ? await alternate(baselineSubject, tollgateSubject, measure) : [];
+    // more starts of both for the long-stream rounds: started, warmed up as the first ones were, and stopped after their rounds
+    const freshPair = async (): Promise<Pair> => {
+      log('  starting another pass-through and Tollgate for the next rounds');
+      const otherPassthrough = await startPassthroughProcess(children, placement, mock.url);
+      const otherTollgate = await startTollgate(children, placement, mock.url, { topUpUsd: 100_000 });
+      const stop = async () => {
+        await children.stop(otherTollgate.supervisorPid);
+        otherTollgate.cleanup();
+        await children.stop(otherPassthrough.pid);
+      };
+      try {
+        const pair: Pair = {
+          baseline: { run: newRun('passthrough', '(b) pass-through, another start', otherPassthrough.url), endpoint: chatEndpoint(otherPassthrough.url), pids: () => [otherPassthrough.pid] },
+          tollgate: {
+            run: newRun('tollgate', '(c) Tollgate, another start', otherTollgate.url), endpoint: chatEndpoint(otherTollgate.url, otherTollgate.key),
+            pids: () => [otherTollgate.supervisorPid, ...otherTollgate.workerPids()],
+          },
+          stop,
+        };
+        await startUp(pair.baseline, measure);
+        await startUp(pair.tollgate, measure);
+        return pair;
+      } catch (error) {
+        await stop();
+        throw error;
+      }
+    };
+    const alternated = options.rounds > 0 ? await alternate(baselineSubject, tollgateSubject, measure, freshPair) : [];
     baselineSampler.stop();
     sampler.stop();
     baseline.memory = [...baselineSampler.peakKb].map(([pid, peakKb]) => ({ process: `pass-through (pid ${pid})`, peakKb }));
@@ -268,7 +318,8 @@ async function compare(options: Options, placement: Placement, children: ChildPr
     if (options.idle > 0) notes.push(`the ${options.idle} idle connections are opened before Tollgate's first throughput scenario and held until its last one ended`);
     if (alternated.length > 0) {
       notes.push(`throughput checks: the median of ${options.rounds} rounds per scenario after the single pass, each round ${options.roundSeconds} s of the pass-through and of Tollgate `
-        + `(after ${ROUND_WARMUP_SECONDS} s of warm-up each), in turn, the order flipped every round; the idle connections are closed by then`);
+        + `(after ${ROUND_WARMUP_SECONDS} s of warm-up each), in turn, the order flipped every round; the idle connections are closed by then; `
+        + `the long-stream scenarios' rounds (at most ${LONG_ROUNDS}) spread over ${LONG_STARTS} starts of each system: the run's own, then a fresh pass-through and a fresh Tollgate (start-up warm-up as the first) for each further share of the rounds`);
     }
     const evaluated = evaluateTargets(targets, alternated);
     notes.push(...evaluated.notes);
