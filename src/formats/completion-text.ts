@@ -45,6 +45,11 @@ export class CompletionTextSample {
     this.compact();
   }
 
+  /** The bound is reached: add() copies nothing more, it only counts (as skip() does). */
+  get full(): boolean {
+    return this.keptBytes >= this.maxBytes;
+  }
+
   /** Records forwarded bytes without copying them (their text will not be counted). */
   skip(bytes: number): void {
     this.forwardedBytes += bytes;

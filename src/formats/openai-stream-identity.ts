@@ -22,6 +22,11 @@ export class StreamIdentity {
   systemFingerprint: string | undefined;
   private scans = 0;
 
+  /** Known, or no longer looked for: scan() would do nothing more. */
+  get settled(): boolean {
+    return this.id !== undefined || this.scans >= IDENTITY_SCAN_PUSHES;
+  }
+
   /**
    * Reads id, created and system_fingerprint off the first event among the complete events
    * [0, completeEnd) of a push; the caller asks while the id is unknown, at most

@@ -82,6 +82,14 @@ function hasDeltaContent(choice: unknown): boolean {
   return false;
 }
 
+/** Whether the chunk ends with a blank line (LF or CRLF line ends): it is whole events, if nothing is held before it. */
+function endsAtEventEnd(chunk: Buffer): boolean {
+  const length = chunk.length;
+  if (chunk[length - 1] !== LINE_FEED) return false;
+  const before = chunk[length - 2];
+  return before === LINE_FEED || (before === 13 && chunk[length - 3] === LINE_FEED);
+}
+
 export class OpenAIStreamTail {
   private readonly model: string;
   /** complete events out of the chunks; it holds the incomplete last one */
@@ -101,6 +109,16 @@ export class OpenAIStreamTail {
   /** an event grew past maxEventBytes: nothing more is taken from the upstream */
   overflowed = false;
   private usageResult: { usage: Usage; source: 'upstream' | 'estimated' } | undefined;
+  /**
+   * What an ordinary event touches besides the tail is kept to its bytes: the identity is asked
+   * until it is settled, the framer only while it holds part of an event (a chunk of whole events
+   * and nothing held before it is handed back as it is), and once the text sample no longer copies,
+   * forwarded bytes are counted here and told to it when it is read.
+   */
+  private identitySettled = false;
+  private framerIdle = true;
+  private sampleFull = false;
+  private untoldBytes = 0;
 
   constructor(options: StreamTailOptions) {
     this.model = options.model;
@@ -119,15 +137,23 @@ export class OpenAIStreamTail {
    */
   push(chunk: Buffer): Buffer | null {
     if (this.done || chunk.length === 0) return null;
-    const buffer = this.framer.push(chunk);
-    if (this.framer.overflowed) {
-      // an event without its end past the bound: stop here rather than hold the upstream's bytes without limit
-      this.overflowed = true;
-      this.done = true;
+    let buffer: Buffer | null = chunk;
+    let completeEnd = chunk.length;
+    if (!this.framerIdle || !endsAtEventEnd(chunk)) {
+      buffer = this.framer.push(chunk);
+      this.framerIdle = this.framer.heldBytes === 0;
+      if (this.framer.overflowed) {
+        // an event without its end past the bound: stop here rather than hold the upstream's bytes without limit
+        this.overflowed = true;
+        this.done = true;
+      }
+      if (buffer === null) return null;
+      completeEnd = this.framer.end;
     }
-    if (buffer === null) return null;
-    const completeEnd = this.framer.end;
-    if (this.identity.id === undefined) this.identity.scan(buffer, completeEnd);
+    if (!this.identitySettled) {
+      this.identity.scan(buffer, completeEnd);
+      this.identitySettled = this.identity.settled;
+    }
 
     let output: Buffer | null;
     const flags = scanUnderscores(buffer, 0, completeEnd);
@@ -154,14 +180,15 @@ export class OpenAIStreamTail {
   usage(fallbackUsage?: (completionText: string) => Usage): { usage: Usage; source: 'upstream' | 'estimated' } {
     if (this.usageResult !== undefined) return this.usageResult;
     if (this.upstreamUsage !== undefined) return (this.usageResult = { usage: this.upstreamUsage, source: 'upstream' });
-    const text = this.text.text();
+    const text = this.sample().text();
     const usage = this.scaleUsage(fallbackUsage ? fallbackUsage(text) : { prompt_tokens: 0, completion_tokens: countTokens(text), total_tokens: 0 });
     return (this.usageResult = { usage, source: 'estimated' });
   }
 
   /** Completion tokens delivered so far, counted on the kept text and scaled past it (for bounds mid-stream). */
   deliveredCompletionTokens(): number {
-    return Math.ceil(countTokens(this.text.text()) * this.text.scale);
+    const sample = this.sample();
+    return Math.ceil(countTokens(sample.text()) * sample.scale);
   }
 
   finish(fallbackUsage?: (completionText: string) => Usage, options: FinishOptions = {}): StreamTailResult {
@@ -221,7 +248,7 @@ export class OpenAIStreamTail {
 
   /** UTF-8 bytes of completion text (content, reasoning, tool arguments), scaled past maxTextBytes. */
   completionTextBytes(): number {
-    return this.text.bytes();
+    return this.sample().bytes();
   }
 
   /** Slow path, for the rare pushes that may hold a terminal event: walk them event by event. */
@@ -337,13 +364,23 @@ export class OpenAIStreamTail {
   /** Forwarded bytes for the local count; none are copied once the upstream reported usage (usage() answers it). */
   private keep(output: Buffer): void {
     this.forwardedAny = true;
-    if (this.upstreamUsage === undefined) this.text.add(output);
-    else this.text.skip(output.length);
+    if (this.sampleFull || this.upstreamUsage !== undefined) { this.untoldBytes += output.length; return; }
+    this.text.add(output);
+    this.sampleFull = this.text.full;
+  }
+
+  /** The text sample, told of the bytes forwarded since it stopped copying. */
+  private sample(): CompletionTextSample {
+    if (this.untoldBytes > 0) {
+      this.text.skip(this.untoldBytes);
+      this.untoldBytes = 0;
+    }
+    return this.text;
   }
 
   /** Completion counts from the kept text, scaled up when more was forwarded than kept. */
   private scaleUsage(usage: Usage): Usage {
-    const scale = this.text.scale;
+    const scale = this.sample().scale;
     const completion = scale === 1 ? usage.completion_tokens : Math.ceil(usage.completion_tokens * scale);
     return { ...usage, completion_tokens: completion, total_tokens: usage.prompt_tokens + completion };
   }

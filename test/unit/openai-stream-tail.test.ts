@@ -208,6 +208,34 @@ test('text kept for counting is bounded; counts for the rest are scaled from the
   assert.ok(close(run(events, { maxTextBytes: 4096 }).result.usage.completion_tokens, exact));
 });
 
+test('past the kept bound, events one per chunk and events cut anywhere give the same bytes, kept text and scaled count', () => {
+  const words = Array.from({ length: 400 }, (_, index) => `word${String(index).padStart(3, '0')} `);
+  let seed = 17;
+  const random = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+  for (const usage of [false, true]) {
+    const events = [...words.map((word) => delta({ content: word })), delta({}, 'stop'), ...(usage ? [chunk([], { usage: UPSTREAM_USAGE })] : []), 'data: [DONE]\n\n'];
+    const fallback = (text: string) => ({ prompt_tokens: 3, completion_tokens: countTokens(text), total_tokens: 0 });
+    const perEvent = run(events, { maxTextBytes: 4096, fallback });
+    // each chunk: the end of one event and the start of the next (the framer holds a part every time)
+    const whole = Buffer.from(events.join(''));
+    const cuts: Buffer[] = [];
+    let at = 0;
+    for (const event of events) {
+      const end = at + Buffer.byteLength(event);
+      const cut = Math.min(whole.length, end + 1 + Math.floor(random() * 40));
+      cuts.push(whole.subarray(at === 0 ? 0 : at, cut));
+      at = cut;
+    }
+    if (at < whole.length) cuts.push(whole.subarray(at));
+    const cutAnywhere = run(cuts.filter((piece) => piece.length > 0), { maxTextBytes: 4096, fallback });
+    assert.equal(cutAnywhere.output.toString(), perEvent.output.toString(), `usage ${usage}`);
+    assert.deepEqual(cutAnywhere.result.usage, perEvent.result.usage);
+    assert.equal(cutAnywhere.result.usageSource, usage ? 'upstream' : 'estimated');
+    assert.equal(cutAnywhere.textBytes, perEvent.textBytes);
+    assert.equal(contentOf(perEvent.output), words.join(''));
+  }
+});
+
 test('once the upstream reported usage no text is kept: a whole stream in one chunk copies nothing; usage and bytes are the upstream\'s', () => {
   const whole = openAIStream().join('');
   const oneChunk = run([whole], { fallback: () => assert.fail('no local count when the upstream reported usage') });
