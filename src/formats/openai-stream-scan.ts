@@ -109,13 +109,17 @@ export function eventStartBefore(buffer: Buffer, position: number): number {
   return 0;
 }
 
+/** Whether the bytes end with a blank line (LF or CRLF line ends): the end of an event. */
+export function endsAtEventEnd(buffer: Buffer): boolean {
+  const length = buffer.length;
+  return buffer[length - 1] === LINE_FEED
+    && (buffer[length - 2] === LINE_FEED || (buffer[length - 2] === CARRIAGE_RETURN && buffer[length - 3] === LINE_FEED));
+}
+
 /** End of the last complete event in the buffer (0 if none); boundaries can only be at or after `from`. */
 export function lastEventEnd(buffer: Buffer, from: number): number {
   const length = buffer.length;
-  if (buffer[length - 1] === LINE_FEED
-    && (buffer[length - 2] === LINE_FEED || (buffer[length - 2] === CARRIAGE_RETURN && buffer[length - 3] === LINE_FEED))) {
-    return length;
-  }
+  if (endsAtEventEnd(buffer)) return length;
   let last = 0;
   let position = Math.max(0, from - 2);
   for (;;) {

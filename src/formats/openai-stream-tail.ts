@@ -13,7 +13,7 @@ import { CompletionTextSample } from './completion-text';
 import { isObject, type JsonObject } from './json-value';
 import {
   eventStartBefore, scanResult,
-  HAS_CALLS, MAY_BE_TERMINAL, endsWithDone, eventData, holdsDone, nextEventEnd, scanUnderscores,
+  HAS_CALLS, MAY_BE_TERMINAL, endsAtEventEnd, endsWithDone, eventData, holdsDone, nextEventEnd, scanUnderscores,
 } from './openai-stream-scan';
 import { StreamIdentity } from './openai-stream-identity';
 import { SseFramer } from './sse-framer';
@@ -82,14 +82,6 @@ function hasDeltaContent(choice: unknown): boolean {
   return false;
 }
 
-/** Whether the chunk ends with a blank line (LF or CRLF line ends): it is whole events, if nothing is held before it. */
-function endsAtEventEnd(chunk: Buffer): boolean {
-  const length = chunk.length;
-  if (chunk[length - 1] !== LINE_FEED) return false;
-  const before = chunk[length - 2];
-  return before === LINE_FEED || (before === 13 && chunk[length - 3] === LINE_FEED);
-}
-
 export class OpenAIStreamTail {
   private readonly model: string;
   /** complete events out of the chunks; it holds the incomplete last one */
@@ -139,6 +131,7 @@ export class OpenAIStreamTail {
     if (this.done || chunk.length === 0) return null;
     let buffer: Buffer | null = chunk;
     let completeEnd = chunk.length;
+    // a chunk that ends at an event's end, with nothing held before it, is whole events: the framer would hand it back as it is
     if (!this.framerIdle || !endsAtEventEnd(chunk)) {
       buffer = this.framer.push(chunk);
       this.framerIdle = this.framer.heldBytes === 0;

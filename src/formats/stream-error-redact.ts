@@ -3,7 +3,7 @@
 // (one byte search per output); it is rewritten only when it is an error event: an `event: error`
 // field, or JSON data with a non-null "error" member or a "type"/"object" of "error". Generated text never
 // matches those (its quotes are escaped), so a model's content passes unchanged. Pure: no I/O.
-import { lastEventEnd, nextEventEnd } from './openai-stream-scan';
+import { endsAtEventEnd, lastEventEnd, nextEventEnd } from './openai-stream-scan';
 import { redactSecrets } from './redact';
 import { MAX_EVENT_BYTES } from './sse';
 
@@ -16,7 +16,7 @@ function endsAtEvent(out: Buffer | string): boolean {
   if (typeof out === 'string') {
     return out.charCodeAt(length - 1) === 10 && (out.charCodeAt(length - 2) === 10 || (out.charCodeAt(length - 2) === 13 && out.charCodeAt(length - 3) === 10));
   }
-  return out[length - 1] === 10 && (out[length - 2] === 10 || (out[length - 2] === 13 && out[length - 3] === 10));
+  return endsAtEventEnd(out);
 }
 
 const R = 0x72;
