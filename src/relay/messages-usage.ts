@@ -7,7 +7,7 @@ import { AnthropicStreamUsage } from '../formats/anthropic-usage';
 import { MAX_EVENT_BYTES, SseDecoder } from '../formats/sse';
 import { SseFramer } from '../formats/sse-framer';
 import { KeptBytes } from '../formats/kept-bytes';
-import { matchesAt, nextEventEnd } from '../formats/openai-stream-scan';
+import { endsAtEventEnd, matchesAt, nextEventEnd } from '../formats/openai-stream-scan';
 
 export interface MessageUsage { input: number; output: number; cacheRead: number; cacheCreation: number }
 export type UsageSource = 'upstream' | 'estimated';
@@ -84,10 +84,15 @@ export class MessagesStreamWatch {
   private started = false;
   /** false once the decoder takes every byte */
   private framing = true;
+  /** the framer holds nothing: an event touches the watch and its bytes, not the framer */
+  private framerIdle = true;
 
   push(chunk: Buffer): void {
     if (!this.framing) { this.decode(chunk); return; }
+    // whole events with nothing held before them go on as they are (the framer would hand them back)
+    if (this.framerIdle && endsAtEventEnd(chunk)) { this.events(chunk, chunk.length); return; }
     const framed = this.framer.push(chunk);
+    this.framerIdle = this.framer.heldBytes === 0;
     if (framed !== null) this.events(framed, this.framer.end);
     if (this.framer.heldBytes > MAX_FRAMED_EVENT_BYTES) {
       this.framing = false;
