@@ -131,7 +131,8 @@ export class OpenAIStreamTail {
     if (this.done || chunk.length === 0) return null;
     let buffer: Buffer | null = chunk;
     let completeEnd = chunk.length;
-    // a chunk that ends at an event's end, with nothing held before it, is whole events: the framer would hand it back as it is
+    // a chunk that ends at an event's end, with nothing held before it, is whole events:
+    // the framer would hand it back as it is
     if (!this.framerIdle || !endsAtEventEnd(chunk)) {
       buffer = this.framer.push(chunk);
       this.framerIdle = this.framer.heldBytes === 0;
