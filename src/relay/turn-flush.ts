@@ -1,8 +1,9 @@
-// Output held until the end of the current turn: a stream's events that arrive in one socket read
-// (one I/O callback) leave in one write. One microtask at the end of the turn flushes every holder
-// queued in it: queueing a holder allocates nothing, and the turn's flush is one promise reaction
-// (queueMicrotask makes an async resource and a bound function on every call, which would be once
-// per event of every stream).
+// Output held until the end of the current event-loop turn: whatever a stream's events produce while
+// the loop reads its sockets leaves in one write, and the writes of every stream that had events in
+// the turn leave together, after the loop has read all of them (one immediate, in the check phase).
+// A reader on another core is woken once by such a run of sends, not once per stream: sends spread
+// between reads find its core idle, and each then pays for the wake-up. Queueing a holder allocates
+// nothing; the turn's flush is one immediate for all of them.
 
 /** A holder of output for the end of the turn (the stream pipe; the bench's pass-through). */
 export interface TurnFlushable {
@@ -12,7 +13,6 @@ export interface TurnFlushable {
   flush(): void;
 }
 
-const RESOLVED = Promise.resolve();
 /** the holders queued this turn, in order; slots past `queued` are null (the array keeps its size) */
 const slots: (TurnFlushable | null)[] = [];
 let queued = 0;
@@ -23,7 +23,7 @@ export function flushAtTurnEnd(holder: TurnFlushable): void {
   holder.flushQueued = true;
   slots[queued] = holder;
   queued += 1;
-  if (queued === 1) RESOLVED.then(flushQueued);
+  if (queued === 1) setImmediate(flushQueued);
 }
 
 function flushQueued(): void {

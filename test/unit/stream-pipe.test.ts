@@ -123,12 +123,12 @@ class ScriptedBody {
   emit(event: 'data' | 'end' | 'error', value?: unknown): void { this.listeners.get(event)?.(value); }
 }
 
-test('the last chunk goes out with the end when both arrive in one turn; a chunk on its own is written on the next microtask', async () => {
+test('the last chunk goes out with the end when both arrive in one turn; a chunk on its own is written at the end of its turn', async () => {
   const client = new ScriptedClient();
   const upstream = new ScriptedBody();
   const outcome = pipeStream(client.asExchange(), upstream, passThroughTransform, { abort: () => {} }, TEST_CHANNEL);
   upstream.emit('data', Buffer.from('data: 1\n\n'));
-  await Promise.resolve();
+  await nextTurn();
   assert.deepEqual(client.written, ['data: 1\n\n'], 'written without waiting for more');
   assert.equal(client.endedWith, undefined);
   upstream.emit('data', Buffer.from('data: 2\n\n'));
@@ -166,6 +166,8 @@ test('streams with events in one turn each get one write at its end; a client th
   gone.leave();
   assert.deepEqual(first.written, [], 'nothing is written inside the turn');
   await Promise.resolve();
+  assert.deepEqual(first.written, [], 'nor by its microtasks');
+  await nextTurn();
   assert.deepEqual(first.written, ['data: 1\n\ndata: 2\n\n'], 'the turn\'s two events in one write');
   assert.deepEqual(gone.received, [], 'the client that left got nothing');
   assert.equal((await goneOutcome).endReason, 'client_gone');
