@@ -96,11 +96,12 @@ function relay(response: UwsResponse, status: number, type: string, body: BodySo
     return;
   }
 
-  // As Tollgate's stream pipe does: a chunk goes out at the end of its turn (flushAtTurnEnd), or with
-  // the end when both come in one turn (one send instead of two), so the baseline is not charged a
-  // send, or a scheduling, that Tollgate saves.
+  // As Tollgate's stream pipe does: a chunk goes out at the end of its turn (flushAtTurnEnd), and so
+  // does the end, with the turn's last chunk when both come in one turn (one send instead of two),
+  // so the baseline is not charged a send, or a scheduling, that Tollgate saves.
   let headWritten = false;
   let pending: Buffer | null = null;
+  let ended = false;
   const writePending = () => {
     const chunk = pending;
     if (chunk === null || isAborted()) return;
@@ -115,14 +116,7 @@ function relay(response: UwsResponse, status: number, type: string, body: BodySo
       response.onWritable(() => { body.resume(); return true; });
     }
   };
-  const flusher: TurnFlushable = { flushQueued: false, flush: writePending };
-  body.on('data', (chunk: Buffer) => {
-    if (isAborted()) { body.destroy(); return; }
-    if (pending !== null) writePending();
-    pending = chunk;
-    flushAtTurnEnd(flusher);
-  });
-  body.on('end', () => {
+  const writeEnd = () => {
     if (isAborted()) return;
     const last = pending;
     pending = null;
@@ -131,6 +125,18 @@ function relay(response: UwsResponse, status: number, type: string, body: BodySo
       if (last !== null) response.write(last);
       response.end(EMPTY);
     });
+  };
+  const flusher: TurnFlushable = { flushQueued: false, flush: () => (ended ? writeEnd() : writePending()) };
+  body.on('data', (chunk: Buffer) => {
+    if (isAborted()) { body.destroy(); return; }
+    if (pending !== null) writePending();
+    pending = chunk;
+    flushAtTurnEnd(flusher);
+  });
+  body.on('end', () => {
+    if (isAborted()) return;
+    ended = true;
+    flushAtTurnEnd(flusher);
   });
   body.on('error', () => {
     if (isAborted()) return;

@@ -54,12 +54,17 @@ class StreamPipe implements TurnFlushable {
   private settled = false;
   /**
    * The transform's output of this turn's data events, not written yet: it goes out as one write at
-   * the end of the turn (flushAtTurnEnd), or with the end when that comes in the same turn. Events
+   * the end of the turn (flushAtTurnEnd), with the end when that comes in the same turn. Events
    * that arrive together (one socket read holds many HTTP chunks) reach the client in one send, not
    * one each. One output is held as it is, several in an array (an array emptied after every event
    * would allocate its storage again for every event).
    */
   private pending: Buffer | string | Array<Buffer | string> | null = null;
+  /**
+   * The tail of a stream the upstream ended: it goes out with the end at the end of the turn, with
+   * the turn's other sends, and the pipe settles then (a client gone before it settles it as gone).
+   */
+  private ending: Buffer | string | null = null;
   flushQueued = false;
 
   constructor(private readonly exchange: Exchange, private readonly body: BodySource, private readonly transform: StreamTransform,
@@ -86,13 +91,13 @@ class StreamPipe implements TurnFlushable {
   }
 
   end(): void {
-    if (this.settled) return;
-    this.endWith(this.transform.finish());
-    this.settle('completed');
+    if (this.settled || this.ending !== null) return;
+    this.ending = this.transform.finish();
+    flushAtTurnEnd(this);
   }
 
   error(error: unknown): void {
-    if (this.settled) return;
+    if (this.settled || this.ending !== null) return;
     if (this.exchange.aborted) { this.settle('client_gone'); return; }
     const mapped = fromTransportError(error, this.channel.name);
     // nothing produced for the client yet: the caller may try another channel
@@ -107,8 +112,15 @@ class StreamPipe implements TurnFlushable {
     this.settle('client_gone');
   }
 
-  /** Writes what this turn's data events produced (flushAtTurnEnd); a full client pauses the upstream. */
+  /** Writes what this turn's data events produced, or the end (flushAtTurnEnd); a full client pauses the upstream. */
   flush(): void {
+    const ending = this.ending;
+    if (ending !== null) {
+      this.ending = null;
+      this.endWith(ending);
+      this.settle('completed');
+      return;
+    }
     const held = this.pending;
     if (held === null || this.settled) return;
     this.pending = null;

@@ -133,6 +133,7 @@ test('the last chunk goes out with the end when both arrive in one turn; a chunk
   assert.equal(client.endedWith, undefined);
   upstream.emit('data', Buffer.from('data: 2\n\n'));
   upstream.emit('end');
+  assert.equal(client.endedWith, undefined, 'the end goes out at the end of the turn, with the turn\'s other sends');
   const result = await outcome;
   assert.equal(result.endReason, 'completed');
   assert.deepEqual(client.written, ['data: 1\n\n']);
