@@ -25,13 +25,24 @@ export class KeptBytes {
     this.length += buffer.write(text, this.length);
   }
 
-  /** Appends `value` as 4 bytes (little-endian), a record's length. */
-  appendUInt32(value: number): void {
-    this.room(4).writeUInt32LE(value, this.length);
-    this.length += 4;
+  /** Appends a record: the length of source[start, end) as 4 bytes (little-endian), then those bytes. */
+  appendRecord(source: Buffer, start: number, end: number): void {
+    const buffer = this.room(4 + end - start);
+    buffer.writeUInt32LE(end - start, this.length);
+    source.copy(buffer, this.length + 4, start, end);
+    this.length += 4 + end - start;
   }
 
-  readUInt32(at: number): number {
+  /** Appends a record of the UTF-8 bytes of `text` (as appendRecord). */
+  appendTextRecord(text: string): void {
+    const bytes = Buffer.byteLength(text);
+    const buffer = this.room(4 + bytes);
+    buffer.writeUInt32LE(bytes, this.length);
+    this.length += 4 + buffer.write(text, this.length + 4);
+  }
+
+  /** The length of the record at `at`; its bytes follow its 4 length bytes. */
+  recordLength(at: number): number {
     return this.buffer!.readUInt32LE(at);
   }
 

@@ -30,6 +30,16 @@ const isObject = (value: unknown): value is Json => typeof value === 'object' &&
 const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.round(value) : 0);
 
 /**
+ * Whether the bytes are one delta event in the form Anthropic sends, and nothing else: the event
+ * line, one data line (no line feed or carriage return in it), the blank line.
+ */
+function isLoneDelta(buffer: Buffer): boolean {
+  const dataEnd = buffer.length - 2;
+  return buffer[dataEnd + 1] === LINE_FEED && matchesAt(buffer, 0, DELTA_EVENT_LINE)
+    && buffer.indexOf(LINE_FEED, DELTA_EVENT_LINE.length) === dataEnd && buffer.indexOf(CARRIAGE_RETURN, DELTA_EVENT_LINE.length) === -1;
+}
+
+/**
  * Usage within the request's bounds (the same object when within): output above `completionBound`
  * and a prompt (input, cache reads and cache writes) above `promptBound` are a fault, billed at the
  * bound. The prompt's parts are kept in that order: input tokens first, cache writes (the dearest) last.
@@ -69,8 +79,8 @@ export class MessagesStreamWatch {
   private readonly framer = new SseFramer();
   private readonly reader = new AnthropicStreamUsage();
   /**
-   * The kept delta events' data, each a record: its length (4 bytes), then its bytes. Records are
-   * added while the data kept is under MAX_KEPT_DELTA_BYTES; an event without data holds no text
+   * The kept delta events' data, each a record (KeptBytes.appendRecord: its length, then its bytes).
+   * Records are added while the data kept is under MAX_KEPT_DELTA_BYTES; an event without data holds no text
    * and is not kept, so a record holds at least one byte besides its 4 of length and all of them
    * stay within five times the bound (plus the event that crosses it).
    */
@@ -130,6 +140,8 @@ export class MessagesStreamWatch {
     this.started = true;
     // an event past the decoder's bound makes it throw before it returns any event of the chunk: left to it whole
     if (end > MAX_EVENT_BYTES) { this.decode(buffer.subarray(0, end)); return; }
+    // the usual chunk: one delta event in Anthropic's form, alone
+    if (!first && end === buffer.length && isLoneDelta(buffer)) { this.delivered(buffer, DELTA_EVENT_LINE.length, end - 2); return; }
     // the stream's first event goes to the decoder, which drops a byte order mark before it
     let start = first ? nextEventEnd(buffer, 0, end) : 0;
     let decodeFrom = 0;
@@ -156,22 +168,21 @@ export class MessagesStreamWatch {
     for (const event of this.decoder.push(bytes)) this.observe(event);
   }
 
-  /** A delta event's data read from the bytes, buffer[start, end): counted, and copied while under the bound. */
+  /** A delta event's data read from the bytes, buffer[start, end): counted, and kept while under the bound. */
   private delivered(buffer: Buffer, start: number, end: number): void {
-    if (this.noteDelta(end - start)) this.kept.append(buffer, start, end);
+    if (this.noteDelta(end - start)) this.kept.appendRecord(buffer, start, end);
   }
 
   private observe(event: { event?: string; data: string }): void {
     this.reader.observe(event);
     const isDelta = event.event === 'content_block_delta' || (event.event === undefined && event.data.includes('"content_block_delta"'));
-    if (isDelta && this.noteDelta(Buffer.byteLength(event.data))) this.kept.appendText(event.data);
+    if (isDelta && this.noteDelta(Buffer.byteLength(event.data))) this.kept.appendTextRecord(event.data);
   }
 
-  /** A delta event's data of `bytes`: counted; true when it is to be kept (its record's length is written, its bytes follow). */
+  /** A delta event's data of `bytes`: counted; true when it is to be kept (as one record of `kept`). */
   private noteDelta(bytes: number): boolean {
     this.deltaBytes += bytes;
     if (bytes === 0 || this.keptBytes >= MAX_KEPT_DELTA_BYTES) return false;
-    this.kept.appendUInt32(bytes);
     this.keptBytes += bytes;
     return true;
   }
@@ -193,7 +204,7 @@ export class MessagesStreamWatch {
   private countKept(): number {
     let text = '';
     for (let at = 0; at < this.kept.length;) {
-      const end = at + 4 + this.kept.readUInt32(at);
+      const end = at + 4 + this.kept.recordLength(at);
       const data = this.kept.toString('utf8', at + 4, end);
       at = end;
       try {

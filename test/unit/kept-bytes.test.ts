@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { KeptBytes } from '../../src/formats/kept-bytes';
 
-test('bytes, text and lengths read back in order across growth, past the bound too', () => {
+test('bytes and text read back in order across growth, past the bound too', () => {
   const kept = new KeptBytes(1500);
   const expected: Buffer[] = [];
   for (let index = 0; index < 400; index += 1) {
@@ -16,18 +16,37 @@ test('bytes, text and lengths read back in order across growth, past the bound t
     } else {
       kept.appendText(text);
     }
-    kept.appendUInt32(index);
-    const length = Buffer.alloc(4);
-    length.writeUInt32LE(index);
-    expected.push(Buffer.from(text), length);
+    expected.push(Buffer.from(text));
   }
   const all = Buffer.concat(expected);
   assert.ok(all.length > 1500 * 2, 'the kept bytes pass the bound by far');
   assert.equal(kept.length, all.length);
   assert.equal(kept.toString('latin1'), all.toString('latin1'));
   assert.equal(kept.toString('utf8', 0, Buffer.byteLength('模块0→')), '模块0→');
-  const lastLength = all.length - 4;
-  assert.equal(kept.readUInt32(lastLength), 399);
+});
+
+test('records (a length, then bytes or text) read back one by one across growth, empty ones too', () => {
+  const kept = new KeptBytes(1500);
+  const texts: string[] = [];
+  for (let index = 0; index < 400; index += 1) {
+    const text = index % 7 === 0 ? '' : index % 3 === 0 ? `模块${index}→` : `piece ${index} `;
+    if (index % 2 === 0) {
+      const source = Buffer.from(`xx${text}yy`);
+      kept.appendRecord(source, 2, source.length - 2);
+      source.fill(0);
+    } else {
+      kept.appendTextRecord(text);
+    }
+    texts.push(text);
+  }
+  const read: string[] = [];
+  for (let at = 0; at < kept.length;) {
+    const end = at + 4 + kept.recordLength(at);
+    read.push(kept.toString('utf8', at + 4, end));
+    at = end;
+  }
+  assert.deepEqual(read, texts);
+  assert.equal(kept.length, texts.reduce((sum, text) => sum + 4 + Buffer.byteLength(text), 0));
 });
 
 test('clear drops everything; appending starts again', () => {
