@@ -61,7 +61,7 @@ export function relayMessages(call: MessagesCall): Promise<void> {
   const promptBound = promptBoundOf(promptBytes, info.imageCount);
   const capable = (provider: Provider) => provider.messages !== undefined;
 
-  return billedCall({ exchange, context, caller, model, endpoint: 'messages', stream: info.stream, estimate }, async (scope) => {
+  return billedCall({ exchange, context, caller, model, endpoint: 'messages', stream: info.stream, estimate }, (scope) => {
     /** The usage billed: the upstream's (or the local count) within the request's bounds. */
     const bounded = (usage: MessageUsage): MessageUsage => {
       const within = boundedMessageUsage(usage, promptBound, info.maxTokens);
@@ -94,32 +94,32 @@ export function relayMessages(call: MessagesCall): Promise<void> {
     };
 
     if (!info.stream) {
-      const { result: bytes, attempt } = await withFailover(context, model, caller.key.group, capable,
-        async (attempt) => readAnswer(await send(attempt), MAX_ANSWER_BYTES, attempt.channel.name), scope.abort.signal);
-      const parsed = parseBoundedJson(utf8Text(bytes));
-      const message = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>;
-      if (message.type !== 'message') throw upstreamError(502, `upstream channel ${attempt.channel.name} answered with something that is not a message`, 'upstream_malformed', false);
-      const reported = usageOfMessage(message);
-      const source: UsageSource = reported ? 'upstream' : 'estimated';
-      const usage = bounded(reported ?? { input: localPromptTokens(request.get()), output: completionTokensOfMessage(message), cacheRead: 0, cacheCreation: 0 });
-      let rewritten = false;
-      // the client sees what is billed: the local count, or the reported usage held to its bounds
-      if (!reported || usage !== reported) {
-        message.usage = reported
-          ? { ...(message.usage as object), input_tokens: usage.input, output_tokens: usage.output, cache_read_input_tokens: usage.cacheRead, cache_creation_input_tokens: usage.cacheCreation }
-          : { input_tokens: usage.input, output_tokens: usage.output };
-        rewritten = true;
-      }
-      if (message.model !== model.id) { message.model = model.id; rewritten = true; }
-      bill(usage, source, 200, 'completed', Date.now());
-      exchange.respond(200, JSON_HEADERS, rewritten ? JSON.stringify(message) : bytes);
-      return;
+      return withFailover(context, model, caller.key.group, capable,
+        (attempt) => send(attempt).then((answer) => readAnswer(answer, MAX_ANSWER_BYTES, attempt.channel.name)), scope.abort.signal,
+      ).then(({ result: bytes, attempt }) => {
+        const parsed = parseBoundedJson(utf8Text(bytes));
+        const message = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>;
+        if (message.type !== 'message') throw upstreamError(502, `upstream channel ${attempt.channel.name} answered with something that is not a message`, 'upstream_malformed', false);
+        const reported = usageOfMessage(message);
+        const source: UsageSource = reported ? 'upstream' : 'estimated';
+        const usage = bounded(reported ?? { input: localPromptTokens(request.get()), output: completionTokensOfMessage(message), cacheRead: 0, cacheCreation: 0 });
+        let rewritten = false;
+        // the client sees what is billed: the local count, or the reported usage held to its bounds
+        if (!reported || usage !== reported) {
+          message.usage = reported
+            ? { ...(message.usage as object), input_tokens: usage.input, output_tokens: usage.output, cache_read_input_tokens: usage.cacheRead, cache_creation_input_tokens: usage.cacheCreation }
+            : { input_tokens: usage.input, output_tokens: usage.output };
+          rewritten = true;
+        }
+        if (message.model !== model.id) { message.model = model.id; rewritten = true; }
+        bill(usage, source, 200, 'completed', Date.now());
+        exchange.respond(200, JSON_HEADERS, rewritten ? JSON.stringify(message) : bytes);
+      });
     }
 
     let watch = new MessagesStreamWatch();
     let usageReported: (() => boolean) | undefined;
-    const { result: outcome } = await withFailover<PipeOutcome>(context, model, caller.key.group, capable, async (attempt) => {
-      const answer = await send(attempt);
+    return withFailover<PipeOutcome>(context, model, caller.key.group, capable, (attempt) => send(attempt).then((answer) => {
       usageReported = answer.usageReported;
       watch = new MessagesStreamWatch();
       // message_start names the model (the upstream's name is swapped for the client's) and its usage
@@ -153,14 +153,15 @@ export function relayMessages(call: MessagesCall): Promise<void> {
         cut: null,
       };
       return pipeStream(exchange, answer.body, transform, scope.abort, attempt.channel);
-    }, scope.abort.signal);
-    const endReason = outcome.endReason !== 'completed' ? outcome.endReason
-      : watch.upstreamError ? 'upstream_error'
-        : watch.sawMessageStop || watch.sawStopReason ? 'completed' : 'upstream_truncated';
-    const watched = watch.usage(() => localPromptTokens(request.get()));
-    const usage = bounded(watched.usage);
-    // a translated stream without the upstream's usage showed (and so bills) local counts
-    const source = usageReported !== undefined && !usageReported() ? 'estimated' : watched.source;
-    bill(usage, source, outcome.error ? outcome.error.status : 200, endReason, outcome.firstByteAt);
+    }), scope.abort.signal).then(({ result: outcome }) => {
+      const endReason = outcome.endReason !== 'completed' ? outcome.endReason
+        : watch.upstreamError ? 'upstream_error'
+          : watch.sawMessageStop || watch.sawStopReason ? 'completed' : 'upstream_truncated';
+      const watched = watch.usage(() => localPromptTokens(request.get()));
+      const usage = bounded(watched.usage);
+      // a translated stream without the upstream's usage showed (and so bills) local counts
+      const source = usageReported !== undefined && !usageReported() ? 'estimated' : watched.source;
+      bill(usage, source, outcome.error ? outcome.error.status : 200, endReason, outcome.firstByteAt);
+    });
   });
 }
