@@ -19,12 +19,6 @@ export class KeptBytes {
     this.length += end - start;
   }
 
-  /** Appends the UTF-8 bytes of `text`. */
-  appendText(text: string): void {
-    const buffer = this.room(Buffer.byteLength(text));
-    this.length += buffer.write(text, this.length);
-  }
-
   /** Appends a record: the length of source[start, end) as 4 bytes (little-endian), then those bytes. */
   appendRecord(source: Buffer, start: number, end: number): void {
     const buffer = this.room(4 + end - start);
