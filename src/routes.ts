@@ -162,6 +162,11 @@ export function createDispatcher(context: GatewayContext): (exchange: Exchange) 
       context.accessLog.info({ route: exchange.path.slice(0, 200), method: exchange.method, status, duration_ms: Date.now() - startedAt }, 'request');
     }
   };
+  /** A handler's promise rejected: its error answered, then counted as `ended` counts every request. */
+  const failed = (exchange: Exchange, route: Route, startedAt: number, error: unknown) => {
+    sendError(exchange, error, route.dialect, logError);
+    ended(exchange, route.pattern, route.dialect, startedAt);
+  };
   return (exchange) => {
     const startedAt = Date.now();
     const matched = router.match(exchange.method, exchange.path);
@@ -185,10 +190,8 @@ export function createDispatcher(context: GatewayContext): (exchange: Exchange) 
     try {
       const result = route.handler(exchange, params, context);
       if (result) {
-        result.then(() => ended(exchange, route.pattern, route.dialect, startedAt), (error: unknown) => {
-          sendError(exchange, error, route.dialect, logError);
-          ended(exchange, route.pattern, route.dialect, startedAt);
-        });
+        // bound functions rather than arrows made per request (see BilledScope in relay/billed-call.ts)
+        result.then(ended.bind(null, exchange, route.pattern, route.dialect, startedAt), failed.bind(null, exchange, route, startedAt));
         return;
       }
     } catch (error) {

@@ -59,6 +59,24 @@ export function statusLine(status: number): string {
   return line;
 }
 
+const NO_CHUNKS: Array<string | Buffer> = [];
+
+/**
+ * One request's headers as uWS lists them: the map, their size and their framing. uWS calls the
+ * bound `add`, not an arrow made per request: such an arrow keeps no optimized code across full
+ * garbage collections, so V8 compiled it again after each one (bench/README.md).
+ */
+class HeaderList {
+  readonly values: Headers = {};
+  bytes = 0;
+  readonly framing = new FramingHeaders();
+
+  add(key: string, value: string): void {
+    this.values[key] = value;
+    this.bytes += key.length + value.length + 4;
+    this.framing.add(key, value);
+  }
+}
 
 class UwsExchange extends ExchangeLifecycle implements Exchange {
   readonly method: string;
@@ -74,6 +92,8 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
   private corkedWrite: (() => void) | null = null;
   private writeChunk: string | Buffer = '';
   private writeOk = true;
+  /** the chunks end() or respond() writes in its cork */
+  private lastChunks: Array<string | Buffer> = NO_CHUNKS;
   private address: string | undefined;
   /** refused for its framing: no handler runs, the refusal is on its way */
   refused = false;
@@ -85,11 +105,11 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
     this.path = url;
     const query = request.getQuery();
     this.rawQuery = query;
-    const headers: Headers = {};
-    const framing = new FramingHeaders();
-    let headerBytes = 0;
-    request.forEach((key, value) => { headers[key] = value; headerBytes += key.length + value.length + 4; framing.add(key, value); });
-    this.headers = headers;
+    const list = new HeaderList();
+    request.forEach(list.add.bind(list));
+    this.headers = list.values;
+    const framing = list.framing;
+    const headerBytes = list.bytes;
     this.listenForAbort();
     const limits = server.options.limits;
     this.bodyLimit = limits.defaultBodyLimit;
@@ -150,7 +170,7 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
     });
     this.bodyCollector = collector;
     if (lengthHeader !== undefined && Number(lengthHeader) > limit) this.failBody(bodyErrors.tooLarge(limit));
-    this.response.onData((chunk, isLast) => this.bodyData(chunk, isLast));
+    this.response.onData(this.bodyData.bind(this));
     return collector.promise;
   }
 
@@ -177,15 +197,20 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
     if (this.finished) return;
     this.finished = true;
     this.status = status;
-    const close = this.server.draining || this.closeAfterAnswer;
-    this.response.cork(() => {
-      this.response.writeStatus(statusLine(status));
-      for (const name in headers) this.response.writeHeader(name, headers[name]);
-      // uWS would write the body after a HEAD answer too, and the client would read it as the next answer.
-      if (this.method === 'HEAD') this.response.writeHeader('content-length', String(Buffer.byteLength(body))).endWithoutBody();
-      else this.response.end(body, close);
-    });
+    this.pendingHead = { status, headers };
+    this.lastChunks = [body];
+    this.response.cork(this.corkedRespond.bind(this));
     this.server.requestEnded();
+  }
+
+  /** respond()'s writes, in one cork (a bound method, for the reason HeaderList gives). */
+  private corkedRespond(): void {
+    const body = this.lastChunks[0];
+    this.lastChunks = NO_CHUNKS;
+    this.writeHead();
+    // uWS would write the body after a HEAD answer too, and the client would read it as the next answer.
+    if (this.method === 'HEAD') this.response.writeHeader('content-length', String(Buffer.byteLength(body))).endWithoutBody();
+    else this.response.end(body, this.server.draining || this.closeAfterAnswer);
   }
 
   startStream(status: number, headers: Headers): void {
@@ -224,13 +249,18 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
   end(...chunks: Array<string | Buffer>): void {
     if (this.finished) return;
     this.finished = true;
-    const close = this.server.draining || this.closeAfterAnswer;
-    this.response.cork(() => {
-      this.writeHead();
-      for (let index = 0; index < chunks.length - 1; index += 1) this.response.write(chunks[index]);
-      this.response.end(chunks.length === 0 ? NO_BODY : chunks[chunks.length - 1], close);
-    });
+    this.lastChunks = chunks;
+    this.response.cork(this.corkedEnd.bind(this));
     this.server.requestEnded();
+  }
+
+  /** end()'s writes, in one cork (a bound method, for the reason HeaderList gives). */
+  private corkedEnd(): void {
+    const chunks = this.lastChunks;
+    this.lastChunks = NO_CHUNKS;
+    this.writeHead();
+    for (let index = 0; index < chunks.length - 1; index += 1) this.response.write(chunks[index]);
+    this.response.end(chunks.length === 0 ? NO_BODY : chunks[chunks.length - 1], this.server.draining || this.closeAfterAnswer);
   }
 }
 

@@ -74,58 +74,80 @@ function refused(options: BilledCallOptions, startedAt: number, error: unknown):
 }
 
 function runAdmitted(options: BilledCallOptions, admission: Admission, startedAt: number, run: (scope: CallScope) => Promise<void>): Promise<void> {
-  const { exchange, context, caller, model, endpoint, stream } = options;
+  const { exchange, context, stream } = options;
   const metrics = context.ops.metrics;
-  const accessLog = context.config.accessLog ? context.accessLog : null;
   metrics.inFlight += 1;
   if (stream) metrics.openStreams += 1;
-  const abort = new CallAbort();
-  exchange.onAbort(() => abort.abort());
-  const scope: CallScope = {
-    abort,
-    ratio: admission.ratio,
-    channel: '',
-    chargeable: (quota) => context.ledger.chargeable(admission.reservation, quota),
-    settle(quota, metered, status, endReason, firstByteAt) {
-      if (admission.reservation.done) return 0;
-      const charged = context.ledger.chargeable(admission.reservation, quota);
-      if (charged < quota) {
-        context.log.warn({ model: model.id, key: caller.key.id, channel: scope.channel, usage_quota: quota, charged },
-          'usage priced above what the call could reserve: charged the reservation');
-        endReason = 'quota_bounded';
-      }
-      const record = usageRecord({
-        caller, model, channel: scope.channel, endpoint, startedAt, firstByteAt,
-        promptTokens: metered.promptTokens, completionTokens: metered.completionTokens,
-        cacheReadTokens: metered.cacheReadTokens, cacheCreationTokens: metered.cacheCreationTokens,
-        quota: charged, status, endReason, usageSource: metered.usageSource, stream,
-      });
-      context.ledger.settle(admission.reservation, charged, record);
-      metrics.call(model.id, record.latency_ms, record.first_byte_ms, record.prompt_tokens, record.completion_tokens, charged);
-      if (accessLog !== null) {
-        accessLog.call({
-          route: exchange.path, model: model.id, channel: scope.channel, status, duration_ms: record.latency_ms, ttfb_ms: record.first_byte_ms,
-          prompt_tokens: record.prompt_tokens, completion_tokens: record.completion_tokens, quota: charged,
-          key_id: caller.key.id, account_id: caller.account.id, stream, end_reason: endReason,
-        });
-      }
-      return charged;
-    },
-  };
+  const scope = new BilledScope(options, admission, startedAt);
+  exchange.onAbort(scope.abort.abort.bind(scope.abort));
   let running: Promise<void>;
   try { running = run(scope); } catch (error) { running = Promise.reject(error); }
-  const ended = () => {
+  return running.then(scope.ended.bind(scope), scope.failed.bind(scope));
+}
+
+/**
+ * One admitted call's scope. A class, and its callbacks bound methods rather than arrows made per
+ * call: an arrow called once per call keeps no optimized code across full garbage collections (no
+ * live instance of it holds the code), so V8 compiled it again after each one (bench/README.md).
+ */
+class BilledScope implements CallScope {
+  readonly abort = new CallAbort();
+  readonly ratio: number;
+  channel = '';
+  private readonly accessLog: GatewayContext['accessLog'] | null;
+
+  constructor(private readonly options: BilledCallOptions, private readonly admission: Admission, private readonly startedAt: number) {
+    this.ratio = admission.ratio;
+    this.accessLog = options.context.config.accessLog ? options.context.accessLog : null;
+  }
+
+  chargeable(quota: number): number {
+    return this.options.context.ledger.chargeable(this.admission.reservation, quota);
+  }
+
+  settle(quota: number, metered: Metered, status: number, endReason: string, firstByteAt: number | null): number {
+    const { exchange, context, caller, model, endpoint, stream } = this.options;
+    const reservation = this.admission.reservation;
+    if (reservation.done) return 0;
+    const charged = context.ledger.chargeable(reservation, quota);
+    if (charged < quota) {
+      context.log.warn({ model: model.id, key: caller.key.id, channel: this.channel, usage_quota: quota, charged },
+        'usage priced above what the call could reserve: charged the reservation');
+      endReason = 'quota_bounded';
+    }
+    const record = usageRecord({
+      caller, model, channel: this.channel, endpoint, startedAt: this.startedAt, firstByteAt,
+      promptTokens: metered.promptTokens, completionTokens: metered.completionTokens,
+      cacheReadTokens: metered.cacheReadTokens, cacheCreationTokens: metered.cacheCreationTokens,
+      quota: charged, status, endReason, usageSource: metered.usageSource, stream,
+    });
+    context.ledger.settle(reservation, charged, record);
+    context.ops.metrics.call(model.id, record.latency_ms, record.first_byte_ms, record.prompt_tokens, record.completion_tokens, charged);
+    if (this.accessLog !== null) {
+      this.accessLog.call({
+        route: exchange.path, model: model.id, channel: this.channel, status, duration_ms: record.latency_ms, ttfb_ms: record.first_byte_ms,
+        prompt_tokens: record.prompt_tokens, completion_tokens: record.completion_tokens, quota: charged,
+        key_id: caller.key.id, account_id: caller.account.id, stream, end_reason: endReason,
+      });
+    }
+    return charged;
+  }
+
+  /** The call is over: its concurrency slot and in-flight counts are given back. */
+  ended(): void {
+    const metrics = this.options.context.ops.metrics;
     metrics.inFlight -= 1;
-    if (stream) metrics.openStreams -= 1;
-    admission.release();
-  };
-  return running.then(ended, (error: unknown) => {
-    // Settling twice is a no-op, so a call that already billed what was delivered keeps that bill.
+    if (this.options.stream) metrics.openStreams -= 1;
+    this.admission.release();
+  }
+
+  /** The call failed: settled at quota 0 unless it already billed what was delivered (settling twice is a no-op). */
+  failed(error: unknown): never {
     try {
-      scope.settle(0, NOTHING_METERED, toGatewayError(error).status, exchange.aborted ? 'client_gone' : 'failed', null);
+      this.settle(0, NOTHING_METERED, toGatewayError(error).status, this.options.exchange.aborted ? 'client_gone' : 'failed', null);
     } finally {
-      ended();
+      this.ended();
     }
     throw error;
-  });
+  }
 }

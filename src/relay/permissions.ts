@@ -21,7 +21,10 @@ function allowlist(models: string): Set<string> {
 /** Does some channel serve this model to this group? */
 export function groupServes(config: Config, model: ModelConfig, group: string): boolean {
   if (model.groups.length > 0 && !model.groups.includes(group)) return false;
-  return config.channels.some((channel) => channel.groups.includes(group) && channel.models.includes(model.id));
+  for (const channel of config.channels) {
+    if (channel.groups.includes(group) && channel.models.includes(model.id)) return true;
+  }
+  return false;
 }
 
 /** Why the key may not call the model, or undefined when it may. */

@@ -192,7 +192,8 @@ class UpstreamExchange implements BodySource {
   private queueFlush(): void {
     if (this.flushQueued) return;
     this.flushQueued = true;
-    queueMicrotask(() => this.flush());
+    // a bound method, not an arrow made per call (see StreamPipe's listeners in relay/stream-pipe.ts)
+    queueMicrotask(this.flush.bind(this));
   }
 
   private flush(): void {
