@@ -13,7 +13,7 @@ import { parseUsageFromChatResponse, type Usage } from '../formats/openai-usage'
 import type { Exchange } from '../http';
 import { MAX_ANSWER_BYTES, readAnswer } from '../providers/http-call';
 import type { Provider, UpstreamAnswer } from '../providers/types';
-import { billedCall } from './billed-call';
+import { billedCall, type CallScope } from './billed-call';
 import { HeldRequest } from './held-request';
 import { withFailover, type Attempt } from './failover';
 import { outputBudget } from './output-budget';
@@ -85,123 +85,197 @@ function completionTextOf(parsed: { choices?: { message?: { content?: unknown } 
 }
 
 export function relayChatCompletions(call: ChatCall): Promise<void> {
-  const { exchange, context, caller, model, raw, info } = call;
-  const request = new HeldRequest(call.body, raw);
-  const perCall = isPerCall(model);
-  const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
-  const maxOutput = (info.maxTokens ?? model.max_output_tokens) * info.n;
-  const promptBytes = raw.length - info.mediaBytes;
-  const promptEstimate = estimatePromptTokens(promptBytes, info.messageCount, info.imageCount);
-  const estimate = perCall ? perCallQuota(model, info.n, ratio) : estimateQuota(model, promptEstimate, maxOutput, ratio);
-  const promptBound = promptBoundOf(promptBytes, info.imageCount);
-  const maxTokensDefault = model.reasoning ? model.max_output_tokens : undefined;
-  const capable = (provider: Provider) => provider.chatCompletions !== undefined;
+  const relay = new ChatRelay(call);
+  return billedCall({
+    exchange: call.exchange, context: call.context, caller: call.caller, model: call.model, endpoint: 'chat.completions', stream: call.info.stream, estimate: relay.estimate,
+  }, relay.run.bind(relay));
+}
 
-  // The relay body is a promise chain, not an async function: one frame fewer (~1 KB) per call.
-  return billedCall({ exchange, context, caller, model, endpoint: 'chat.completions', stream: info.stream, estimate }, (scope) => {
-    const priced = (usage: Usage, log = false) => {
-      const bounded = boundedUsage(usage, promptBound, maxOutput);
-      if (log && bounded !== usage) {
-        context.log.warn({ model: model.id, channel: scope.channel, prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens,
-          prompt_bound: promptBound, completion_bound: maxOutput }, 'upstream usage above what the request can cost: billed at the bound');
-      }
-      const cached = Math.min(cachedTokens(bounded), bounded.prompt_tokens);
-      const quota = perCall ? perCallQuota(model, info.n, scope.ratio)
-        : usageQuota(model, { prompt_tokens: bounded.prompt_tokens, completion_tokens: bounded.completion_tokens, cached_tokens: cached }, scope.ratio);
-      return { usage: bounded, cached, quota };
-    };
-    const bill = (usage: Usage, source: 'upstream' | 'estimated', status: number, endReason: string, firstByteAt: number | null) => {
-      const { usage: bounded, cached, quota } = priced(usage, true);
-      scope.settle(quota, {
-        promptTokens: bounded.prompt_tokens, completionTokens: bounded.completion_tokens, cacheReadTokens: cached,
-        usageSource: perCall ? 'per_call' : source,
-      }, status, endReason, firstByteAt);
-    };
-    const send = (attempt: Attempt, stream: boolean) => {
-      scope.channel = attempt.channel.name;
-      const options = { model: attempt.upstreamModel, stream, maxTokensDefault };
-      const body = request.take();
-      const upstreamBody = withUpstreamOptions(body, options);
-      return attempt.provider.chatCompletions!({
-        channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream, signal: scope.abort.signal,
-        body: upstreamBody, raw: upstreamChatBytes(raw, body, upstreamBody, options), readLimit: stream ? undefined : MAX_ANSWER_BYTES,
-      });
-    };
+const canChat = (provider: Provider) => provider.chatCompletions !== undefined;
 
-    if (!info.stream) {
-      return withFailover(context, model, caller.key.group, capable,
-        // the bytes themselves when the provider read them (no promise to adopt), else a read
-        (attempt) => send(attempt, false).then((answer) => answer.bytes ?? readAnswer(answer, MAX_ANSWER_BYTES, attempt.channel.name)), scope.abort.signal,
-      ).then(({ result: bytes, attempt }) => {
-        let usage = parseUsageFromChatResponse(bytes);
-        let source: 'upstream' | 'estimated' = 'upstream';
-        let answer: Buffer | string = bytes;
-        if (!usage || attempt.upstreamModel !== model.id) {
-          const parsed = parseBoundedJson(utf8Text(bytes)) as Record<string, unknown> & { choices?: { message?: { content?: unknown } }[] } | undefined;
-          if (typeof parsed !== 'object' || parsed === null) {
-            throw upstreamError(502, `upstream channel ${attempt.channel.name} answered malformed JSON`, 'upstream_malformed', false);
-          }
-          if (!usage) {
-            usage = localUsage(request.get().messages, completionTextOf(parsed));
-            source = 'estimated';
-            parsed.usage = usage;
-          }
-          parsed.model = model.id;
-          answer = JSON.stringify(parsed);
-        }
-        bill(usage, source, 200, 'completed', Date.now());
-        exchange.respond(200, JSON_HEADERS, answer);
-      });
+/**
+ * One call's relay: reserve (billedCall) → call with failover → stream or answer → settle. A class
+ * whose steps are bound methods rather than arrows made per call, for the reason MessagesRelay
+ * (relay/messages.ts) gives. It holds the call's parts, never the parsed request (HeldRequest does).
+ */
+class ChatRelay {
+  private readonly exchange: Exchange;
+  private readonly context: GatewayContext;
+  private readonly caller: Caller;
+  private readonly model: ModelConfig;
+  private readonly info: ChatRequestInfo;
+  private readonly raw: Buffer;
+  private readonly request: HeldRequest;
+  private readonly perCall: boolean;
+  private readonly maxOutput: number;
+  private readonly promptEstimate: number;
+  private readonly promptBound: number;
+  private readonly maxTokensDefault: number | undefined;
+  readonly estimate: number;
+  private scope: CallScope | null = null;
+  /** the stream's tail (streams only); it holds nothing until an attempt's bytes come, so it serves every attempt */
+  private tail: OpenAIStreamTail | null = null;
+  private finished: ReturnType<OpenAIStreamTail['finish']> | undefined;
+
+  constructor(call: ChatCall) {
+    const { context, caller, model, raw, info } = call;
+    this.exchange = call.exchange;
+    this.context = context;
+    this.caller = caller;
+    this.model = model;
+    this.info = info;
+    this.raw = raw;
+    this.request = new HeldRequest(call.body, raw);
+    this.perCall = isPerCall(model);
+    const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
+    this.maxOutput = (info.maxTokens ?? model.max_output_tokens) * info.n;
+    const promptBytes = raw.length - info.mediaBytes;
+    this.promptEstimate = estimatePromptTokens(promptBytes, info.messageCount, info.imageCount);
+    this.estimate = this.perCall ? perCallQuota(model, info.n, ratio) : estimateQuota(model, this.promptEstimate, this.maxOutput, ratio);
+    this.promptBound = promptBoundOf(promptBytes, info.imageCount);
+    this.maxTokensDefault = model.reasoning ? model.max_output_tokens : undefined;
+  }
+
+  run(scope: CallScope): Promise<void> {
+    this.scope = scope;
+    const { context, model, caller } = this;
+    if (!this.info.stream) {
+      return withFailover(context, model, caller.key.group, canChat, this.answerOf.bind(this), scope.abort.signal).then(this.answered.bind(this));
     }
-
-    const tail = new OpenAIStreamTail({ model: model.id, usageChunk: info.includeUsageRequested });
-    const fallbackUsage = (text: string) => localUsage(request.get().messages, text);
-    let finished: ReturnType<OpenAIStreamTail['finish']> | undefined;
-    /** the stream's end; past what the call could reserve, it finishes with `length` and says why */
-    const finishTail = (cutEvent?: string) => {
-      if (finished !== undefined) return finished;
-      if (cutEvent === undefined && !perCall) {
-        const { quota } = priced(tail.usage(fallbackUsage).usage);
-        if (scope.chargeable(quota) < quota) cutEvent = openAIErrorEvent(quotaBoundError());
-      }
-      return (finished = tail.finish(fallbackUsage, { cutEvent }));
-    };
-    const overBudget = perCall ? undefined : outputBudget({
-      model, promptTokens: promptEstimate, maxOutput, scope,
+    const tail = this.tail = new OpenAIStreamTail({ model: model.id, usageChunk: this.info.includeUsageRequested });
+    const overBudget = this.perCall ? undefined : outputBudget({
+      model, promptTokens: this.promptEstimate, maxOutput: this.maxOutput, scope,
       roughTokens: () => tail.completionTextBytes() / 4, deliveredTokens: () => tail.deliveredCompletionTokens(),
     });
-    /** set per attempt when its channel maps the model to another upstream name */
-    let rename: ModelRename | undefined;
-    const transform: StreamTransform = {
-      push: (chunk) => {
-        let out = tail.push(chunk);
-        if (out !== null && rename !== undefined) out = rename.apply(out);
-        if (out !== null && overBudget?.(out.length)) {
-          transform.cut = { tail: finishTail(openAIErrorEvent(quotaBoundError())).tail, reason: 'quota_bounded' };
-        }
-        if (tail.overflowed) transform.cut = { tail: finishTail(openAIErrorEvent(eventTooLarge())).tail, reason: 'upstream_event_too_large' };
-        return out;
-      },
-      finish: () => finishTail().tail,
-      fail: (error) => openAIErrorEvent(error),
-      cut: null,
-    };
-    const pipe = (attempt: Attempt, answer: UpstreamAnswer) => {
-      rename = ModelRename.between(attempt.upstreamModel, model.id);
-      transform.finish = () => {
-        const result = finishTail();
-        return result.finishReason === null && !result.sawDone
-          ? openAIErrorEvent({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${attempt.channel.name} ended the stream early` })
-          : rename !== undefined && typeof result.tail !== 'string' ? rename.apply(result.tail) : result.tail;
-      };
-      return pipeStream(exchange, answer.body, transform, scope.abort, attempt.channel);
-    };
-    return withFailover<PipeOutcome>(context, model, caller.key.group, capable,
-      (attempt) => send(attempt, true).then((answer) => pipe(attempt, answer)), scope.abort.signal,
-    ).then(({ result: outcome }) => {
-      const result = finishTail();
-      const endReason = outcome.endReason === 'completed' && !result.sawDone && result.finishReason !== 'length' ? 'upstream_truncated' : outcome.endReason;
-      bill(result.usage, result.usageSource, outcome.error ? outcome.error.status : 200, endReason, outcome.firstByteAt);
+    const transform = new ChatStreamTransform(this, tail, overBudget);
+    return withFailover<PipeOutcome>(context, model, caller.key.group, canChat, this.streamOf.bind(this, transform), scope.abort.signal)
+      .then(this.streamed.bind(this));
+  }
+
+  private priced(usage: Usage, log = false): { usage: Usage; cached: number; quota: number } {
+    const { model, scope } = this;
+    const bounded = boundedUsage(usage, this.promptBound, this.maxOutput);
+    if (log && bounded !== usage) {
+      this.context.log.warn({ model: model.id, channel: scope!.channel, prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens,
+        prompt_bound: this.promptBound, completion_bound: this.maxOutput }, 'upstream usage above what the request can cost: billed at the bound');
+    }
+    const cached = Math.min(cachedTokens(bounded), bounded.prompt_tokens);
+    const quota = this.perCall ? perCallQuota(model, this.info.n, scope!.ratio)
+      : usageQuota(model, { prompt_tokens: bounded.prompt_tokens, completion_tokens: bounded.completion_tokens, cached_tokens: cached }, scope!.ratio);
+    return { usage: bounded, cached, quota };
+  }
+
+  private bill(usage: Usage, source: 'upstream' | 'estimated', status: number, endReason: string, firstByteAt: number | null): void {
+    const { usage: bounded, cached, quota } = this.priced(usage, true);
+    this.scope!.settle(quota, {
+      promptTokens: bounded.prompt_tokens, completionTokens: bounded.completion_tokens, cacheReadTokens: cached,
+      usageSource: this.perCall ? 'per_call' : source,
+    }, status, endReason, firstByteAt);
+  }
+
+  private send(attempt: Attempt, stream: boolean): Promise<UpstreamAnswer> {
+    const scope = this.scope!;
+    scope.channel = attempt.channel.name;
+    const options = { model: attempt.upstreamModel, stream, maxTokensDefault: this.maxTokensDefault };
+    const body = this.request.take();
+    const upstreamBody = withUpstreamOptions(body, options);
+    return attempt.provider.chatCompletions!({
+      channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model: this.model, stream, signal: scope.abort.signal,
+      body: upstreamBody, raw: upstreamChatBytes(this.raw, body, upstreamBody, options), readLimit: stream ? undefined : MAX_ANSWER_BYTES,
     });
-  });
+  }
+
+  /** the bytes themselves when the provider read them (no promise to adopt), else a read */
+  private answerOf(attempt: Attempt): Promise<Buffer> {
+    return this.send(attempt, false).then((answer) => answer.bytes ?? readAnswer(answer, MAX_ANSWER_BYTES, attempt.channel.name));
+  }
+
+  private answered({ result: bytes, attempt }: { result: Buffer; attempt: Attempt }): void {
+    const { model } = this;
+    let usage = parseUsageFromChatResponse(bytes);
+    let source: 'upstream' | 'estimated' = 'upstream';
+    let answer: Buffer | string = bytes;
+    if (!usage || attempt.upstreamModel !== model.id) {
+      const parsed = parseBoundedJson(utf8Text(bytes)) as Record<string, unknown> & { choices?: { message?: { content?: unknown } }[] } | undefined;
+      if (typeof parsed !== 'object' || parsed === null) {
+        throw upstreamError(502, `upstream channel ${attempt.channel.name} answered malformed JSON`, 'upstream_malformed', false);
+      }
+      if (!usage) {
+        usage = localUsage(this.request.get().messages, completionTextOf(parsed));
+        source = 'estimated';
+        parsed.usage = usage;
+      }
+      parsed.model = model.id;
+      answer = JSON.stringify(parsed);
+    }
+    this.bill(usage, source, 200, 'completed', Date.now());
+    this.exchange.respond(200, JSON_HEADERS, answer);
+  }
+
+  /** Estimated usage of the stream when the upstream reported none: the prompt counted, with `text` delivered. */
+  private fallbackUsage(text: string): Usage {
+    return localUsage(this.request.get().messages, text);
+  }
+
+  /** The stream's end (once); past what the call could reserve, it finishes with `length` and says why. */
+  finishTail(cutEvent?: string): ReturnType<OpenAIStreamTail['finish']> {
+    if (this.finished !== undefined) return this.finished;
+    const tail = this.tail!;
+    const fallback = this.fallbackUsage.bind(this);
+    if (cutEvent === undefined && !this.perCall) {
+      const { quota } = this.priced(tail.usage(fallback).usage);
+      if (this.scope!.chargeable(quota) < quota) cutEvent = openAIErrorEvent(quotaBoundError());
+    }
+    return (this.finished = tail.finish(fallback, { cutEvent }));
+  }
+
+  private streamOf(transform: ChatStreamTransform, attempt: Attempt): Promise<PipeOutcome> {
+    return this.send(attempt, true).then(this.pipe.bind(this, transform, attempt));
+  }
+
+  private pipe(transform: ChatStreamTransform, attempt: Attempt, answer: UpstreamAnswer): Promise<PipeOutcome> {
+    transform.rename = ModelRename.between(attempt.upstreamModel, this.model.id);
+    transform.channelName = attempt.channel.name;
+    return pipeStream(this.exchange, answer.body, transform, this.scope!.abort, attempt.channel);
+  }
+
+  private streamed({ result: outcome }: { result: PipeOutcome }): void {
+    const result = this.finishTail();
+    const endReason = outcome.endReason === 'completed' && !result.sawDone && result.finishReason !== 'length' ? 'upstream_truncated' : outcome.endReason;
+    this.bill(result.usage, result.usageSource, outcome.error ? outcome.error.status : 200, endReason, outcome.firstByteAt);
+  }
+}
+
+/** A stream's bytes as they go out: the tail rewritten, the model renamed, output weighed against the budget. */
+class ChatStreamTransform implements StreamTransform {
+  cut: StreamTransform['cut'] = null;
+  /** set per attempt when its channel maps the model to another upstream name */
+  rename: ModelRename | undefined;
+  /** the attempt's channel, named when it ends the stream early */
+  channelName = '';
+
+  constructor(private readonly relay: ChatRelay, private readonly tail: OpenAIStreamTail,
+    private readonly overBudget: ((forwardedBytes: number) => boolean) | undefined) {}
+
+  push(chunk: Buffer): Buffer | string | null {
+    const tail = this.tail;
+    let out = tail.push(chunk);
+    if (out !== null && this.rename !== undefined) out = this.rename.apply(out);
+    if (out !== null && this.overBudget?.(out.length)) {
+      this.cut = { tail: this.relay.finishTail(openAIErrorEvent(quotaBoundError())).tail, reason: 'quota_bounded' };
+    }
+    if (tail.overflowed) this.cut = { tail: this.relay.finishTail(openAIErrorEvent(eventTooLarge())).tail, reason: 'upstream_event_too_large' };
+    return out;
+  }
+
+  finish(): Buffer | string {
+    const result = this.relay.finishTail();
+    return result.finishReason === null && !result.sawDone
+      ? openAIErrorEvent({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${this.channelName} ended the stream early` })
+      : this.rename !== undefined && typeof result.tail !== 'string' ? this.rename.apply(result.tail) : result.tail;
+  }
+
+  fail(error: GatewayErrorShape): string {
+    return openAIErrorEvent(error);
+  }
 }

@@ -11,8 +11,8 @@ import { renderError, upstreamError, type GatewayErrorShape } from '../errors';
 import type { MessagesRequestInfo } from '../formats/anthropic-messages';
 import type { Exchange } from '../http';
 import { MAX_ANSWER_BYTES, readAnswer } from '../providers/http-call';
-import type { Provider } from '../providers/types';
-import { billedCall } from './billed-call';
+import type { Provider, UpstreamAnswer } from '../providers/types';
+import { billedCall, type CallScope } from './billed-call';
 import { HeldRequest } from './held-request';
 import { withFailover, type Attempt } from './failover';
 import { boundedMessageUsage, completionTokensOfMessage, localPromptTokens, MessagesStreamWatch, usageOfMessage, type MessageUsage, type UsageSource } from './messages-usage';
@@ -48,120 +48,199 @@ export function anthropicErrorEvent(error: GatewayErrorShape): string {
   return `event: error\ndata: ${renderError(error, 'anthropic').body}\n\n`;
 }
 
-/** Not an async function, and nothing in it refers to `call` after the start: see HeldRequest. */
+/** Not an async function, and nothing in it keeps `call` after the start: see HeldRequest. */
 export function relayMessages(call: MessagesCall): Promise<void> {
-  const { exchange, context, caller, model, info, headers } = call;
-  const request = new HeldRequest(call.body, call.raw);
-  const perCall = isPerCall(model);
-  const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
-  // as on chat: the request's bytes less its inline media, which lean high for English and CJK alike
-  const promptBytes = call.raw.length - info.mediaBytes;
-  const promptEstimate = estimatePromptTokens(promptBytes, info.messageCount, info.imageCount);
-  const estimate = perCall ? perCallQuota(model, 1, ratio) : estimateQuota(model, promptEstimate, info.maxTokens, ratio);
-  const promptBound = promptBoundOf(promptBytes, info.imageCount);
-  const capable = (provider: Provider) => provider.messages !== undefined;
+  const relay = new MessagesRelay(call);
+  return billedCall({
+    exchange: call.exchange, context: call.context, caller: call.caller, model: call.model, endpoint: 'messages', stream: call.info.stream, estimate: relay.estimate,
+  }, relay.run.bind(relay));
+}
 
-  return billedCall({ exchange, context, caller, model, endpoint: 'messages', stream: info.stream, estimate }, (scope) => {
-    /** The usage billed: the upstream's (or the local count) within the request's bounds. */
-    const bounded = (usage: MessageUsage): MessageUsage => {
-      const within = boundedMessageUsage(usage, promptBound, info.maxTokens);
-      if (within !== usage) {
-        context.log.warn({ model: model.id, key: caller.key.id, channel: scope.channel, reported: usage, prompt_bound: promptBound, completion_bound: info.maxTokens },
-          'upstream usage above what the request can cost: billed at the bound');
-      }
-      return within;
-    };
-    const bill = (usage: MessageUsage, source: UsageSource, status: number, endReason: string, firstByteAt: number | null) => {
-      // Anthropic's input_tokens excludes cache reads and writes; the prompt is all three.
-      const promptTokens = usage.input + usage.cacheRead + usage.cacheCreation;
-      const quota = perCall ? perCallQuota(model, 1, scope.ratio)
-        : usageQuota(model, {
-          prompt_tokens: promptTokens, completion_tokens: usage.output, cached_tokens: usage.cacheRead, cache_creation_tokens: usage.cacheCreation,
-        }, scope.ratio);
-      scope.settle(quota, {
-        promptTokens, completionTokens: usage.output, cacheReadTokens: usage.cacheRead, cacheCreationTokens: usage.cacheCreation,
-        usageSource: perCall ? 'per_call' : source,
-      }, status, endReason, firstByteAt);
-    };
-    const send = (attempt: Attempt) => {
-      scope.channel = attempt.channel.name;
-      const body = request.take();
-      return attempt.provider.messages!({
-        channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model, stream: info.stream,
-        signal: scope.abort.signal, headers, body: { ...body, model: attempt.upstreamModel }, raw: request.bytesFor(attempt.upstreamModel, body),
-        readLimit: info.stream ? undefined : MAX_ANSWER_BYTES,
-      });
-    };
+const canMessage = (provider: Provider) => provider.messages !== undefined;
 
-    if (!info.stream) {
-      return withFailover(context, model, caller.key.group, capable,
-        (attempt) => send(attempt).then((answer) => readAnswer(answer, MAX_ANSWER_BYTES, attempt.channel.name)), scope.abort.signal,
-      ).then(({ result: bytes, attempt }) => {
-        const parsed = parseBoundedJson(utf8Text(bytes));
-        const message = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>;
-        if (message.type !== 'message') throw upstreamError(502, `upstream channel ${attempt.channel.name} answered with something that is not a message`, 'upstream_malformed', false);
-        const reported = usageOfMessage(message);
-        const source: UsageSource = reported ? 'upstream' : 'estimated';
-        const usage = bounded(reported ?? { input: localPromptTokens(request.get()), output: completionTokensOfMessage(message), cacheRead: 0, cacheCreation: 0 });
-        let rewritten = false;
-        // the client sees what is billed: the local count, or the reported usage held to its bounds
-        if (!reported || usage !== reported) {
-          message.usage = reported
-            ? { ...(message.usage as object), input_tokens: usage.input, output_tokens: usage.output, cache_read_input_tokens: usage.cacheRead, cache_creation_input_tokens: usage.cacheCreation }
-            : { input_tokens: usage.input, output_tokens: usage.output };
-          rewritten = true;
-        }
-        if (message.model !== model.id) { message.model = model.id; rewritten = true; }
-        bill(usage, source, 200, 'completed', Date.now());
-        exchange.respond(200, JSON_HEADERS, rewritten ? JSON.stringify(message) : bytes);
-      });
+/**
+ * One call's relay: reserve (billedCall) → call with failover → stream or answer → settle. A class
+ * whose steps are bound methods rather than arrows made per call: an arrow called once per call
+ * keeps no optimized code across full garbage collections, so V8 compiled it again after each one
+ * (bench/README.md). It holds the call's parts, never the parsed request (HeldRequest does).
+ */
+class MessagesRelay {
+  private readonly exchange: Exchange;
+  private readonly context: GatewayContext;
+  private readonly caller: Caller;
+  private readonly model: ModelConfig;
+  private readonly info: MessagesRequestInfo;
+  private readonly headers: Record<string, string>;
+  private readonly request: HeldRequest;
+  private readonly perCall: boolean;
+  private readonly promptEstimate: number;
+  private readonly promptBound: number;
+  readonly estimate: number;
+  private scope: CallScope | null = null;
+  /** the stream's watch, one per attempt */
+  private watch = new MessagesStreamWatch();
+  private usageReported: (() => boolean) | undefined;
+
+  constructor(call: MessagesCall) {
+    const { context, caller, model, info } = call;
+    this.exchange = call.exchange;
+    this.context = context;
+    this.caller = caller;
+    this.model = model;
+    this.info = info;
+    this.headers = call.headers;
+    this.request = new HeldRequest(call.body, call.raw);
+    this.perCall = isPerCall(model);
+    const ratio = (context.config.groups[caller.key.group] ?? context.config.groups.default).ratio;
+    // as on chat: the request's bytes less its inline media, which lean high for English and CJK alike
+    const promptBytes = call.raw.length - info.mediaBytes;
+    this.promptEstimate = estimatePromptTokens(promptBytes, info.messageCount, info.imageCount);
+    this.estimate = this.perCall ? perCallQuota(model, 1, ratio) : estimateQuota(model, this.promptEstimate, info.maxTokens, ratio);
+    this.promptBound = promptBoundOf(promptBytes, info.imageCount);
+  }
+
+  run(scope: CallScope): Promise<void> {
+    this.scope = scope;
+    const { context, model, caller } = this;
+    if (!this.info.stream) {
+      return withFailover(context, model, caller.key.group, canMessage, this.answerOf.bind(this), scope.abort.signal).then(this.answered.bind(this));
     }
+    return withFailover<PipeOutcome>(context, model, caller.key.group, canMessage, this.streamOf.bind(this), scope.abort.signal).then(this.streamed.bind(this));
+  }
 
-    let watch = new MessagesStreamWatch();
-    let usageReported: (() => boolean) | undefined;
-    return withFailover<PipeOutcome>(context, model, caller.key.group, capable, (attempt) => send(attempt).then((answer) => {
-      usageReported = answer.usageReported;
-      watch = new MessagesStreamWatch();
-      // message_start names the model (the upstream's name is swapped for the client's) and its usage
-      // (filled in, with what is billed, when the upstream left it out)
-      const first = new AnthropicStreamFill({
-        rename: ModelRename.between(attempt.upstreamModel, model.id), promptTokens: () => localPromptTokens(request.get()), maxHeldBytes: MAX_EVENT_BYTES,
-      });
-      const closing = (): string => {
-        if (watch.sawMessageStop || watch.upstreamError) return '';
-        if (watch.sawStopReason) return MESSAGE_STOP_EVENT;
-        return anthropicErrorEvent({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${attempt.channel.name} ended the stream early` });
-      };
-      // past max_tokens or what can be charged, the stream is cut with an error event saying why
-      const overBudget = perCall ? undefined : outputBudget({
-        model, promptTokens: promptEstimate, maxOutput: info.maxTokens, scope,
-        roughTokens: () => watch.deliveredDeltaBytes / 4, deliveredTokens: () => watch.deliveredTokens(),
-      });
-      const transform: StreamTransform = {
-        push: (chunk) => {
-          watch.push(chunk);
-          const out = first.push(chunk);
-          if (out !== null && overBudget?.(out.length)) transform.cut = { tail: anthropicErrorEvent(quotaBoundError()), reason: 'quota_bounded' };
-          return out;
-        },
-        finish: () => {
-          watch.end();
-          const held = first.finish();
-          return held === null ? closing() : typeof held === 'string' ? held + closing() : Buffer.concat([held, Buffer.from(closing())]);
-        },
-        fail: (error) => anthropicErrorEvent(error),
-        cut: null,
-      };
-      return pipeStream(exchange, answer.body, transform, scope.abort, attempt.channel);
-    }), scope.abort.signal).then(({ result: outcome }) => {
-      const endReason = outcome.endReason !== 'completed' ? outcome.endReason
-        : watch.upstreamError ? 'upstream_error'
-          : watch.sawMessageStop || watch.sawStopReason ? 'completed' : 'upstream_truncated';
-      const watched = watch.usage(() => localPromptTokens(request.get()));
-      const usage = bounded(watched.usage);
-      // a translated stream without the upstream's usage showed (and so bills) local counts
-      const source = usageReported !== undefined && !usageReported() ? 'estimated' : watched.source;
-      bill(usage, source, outcome.error ? outcome.error.status : 200, endReason, outcome.firstByteAt);
+  /** The local prompt count, from the request parsed again when it was let go. */
+  private localPromptTokens(): number {
+    return localPromptTokens(this.request.get());
+  }
+
+  /** The usage billed: the upstream's (or the local count) within the request's bounds. */
+  private bounded(usage: MessageUsage): MessageUsage {
+    const within = boundedMessageUsage(usage, this.promptBound, this.info.maxTokens);
+    if (within !== usage) {
+      this.context.log.warn({ model: this.model.id, key: this.caller.key.id, channel: this.scope!.channel, reported: usage, prompt_bound: this.promptBound, completion_bound: this.info.maxTokens },
+        'upstream usage above what the request can cost: billed at the bound');
+    }
+    return within;
+  }
+
+  private bill(usage: MessageUsage, source: UsageSource, status: number, endReason: string, firstByteAt: number | null): void {
+    const { model, perCall } = this;
+    const scope = this.scope!;
+    // Anthropic's input_tokens excludes cache reads and writes; the prompt is all three.
+    const promptTokens = usage.input + usage.cacheRead + usage.cacheCreation;
+    const quota = perCall ? perCallQuota(model, 1, scope.ratio)
+      : usageQuota(model, {
+        prompt_tokens: promptTokens, completion_tokens: usage.output, cached_tokens: usage.cacheRead, cache_creation_tokens: usage.cacheCreation,
+      }, scope.ratio);
+    scope.settle(quota, {
+      promptTokens, completionTokens: usage.output, cacheReadTokens: usage.cacheRead, cacheCreationTokens: usage.cacheCreation,
+      usageSource: perCall ? 'per_call' : source,
+    }, status, endReason, firstByteAt);
+  }
+
+  private send(attempt: Attempt): Promise<UpstreamAnswer> {
+    const scope = this.scope!;
+    scope.channel = attempt.channel.name;
+    const body = this.request.take();
+    const stream = this.info.stream;
+    return attempt.provider.messages!({
+      channel: attempt.channel, apiKey: attempt.apiKey, upstreamModel: attempt.upstreamModel, model: this.model, stream,
+      signal: scope.abort.signal, headers: this.headers, body: { ...body, model: attempt.upstreamModel }, raw: this.request.bytesFor(attempt.upstreamModel, body),
+      readLimit: stream ? undefined : MAX_ANSWER_BYTES,
     });
-  });
+  }
+
+  private answerOf(attempt: Attempt): Promise<Buffer> {
+    return this.send(attempt).then((answer) => readAnswer(answer, MAX_ANSWER_BYTES, attempt.channel.name));
+  }
+
+  private answered({ result: bytes, attempt }: { result: Buffer; attempt: Attempt }): void {
+    const { model } = this;
+    const parsed = parseBoundedJson(utf8Text(bytes));
+    const message = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>;
+    if (message.type !== 'message') throw upstreamError(502, `upstream channel ${attempt.channel.name} answered with something that is not a message`, 'upstream_malformed', false);
+    const reported = usageOfMessage(message);
+    const source: UsageSource = reported ? 'upstream' : 'estimated';
+    const usage = this.bounded(reported ?? { input: this.localPromptTokens(), output: completionTokensOfMessage(message), cacheRead: 0, cacheCreation: 0 });
+    let rewritten = false;
+    // the client sees what is billed: the local count, or the reported usage held to its bounds
+    if (!reported || usage !== reported) {
+      message.usage = reported
+        ? { ...(message.usage as object), input_tokens: usage.input, output_tokens: usage.output, cache_read_input_tokens: usage.cacheRead, cache_creation_input_tokens: usage.cacheCreation }
+        : { input_tokens: usage.input, output_tokens: usage.output };
+      rewritten = true;
+    }
+    if (message.model !== model.id) { message.model = model.id; rewritten = true; }
+    this.bill(usage, source, 200, 'completed', Date.now());
+    this.exchange.respond(200, JSON_HEADERS, rewritten ? JSON.stringify(message) : bytes);
+  }
+
+  private streamOf(attempt: Attempt): Promise<PipeOutcome> {
+    return this.send(attempt).then(this.pipe.bind(this, attempt));
+  }
+
+  private pipe(attempt: Attempt, answer: UpstreamAnswer): Promise<PipeOutcome> {
+    const { model, scope } = this;
+    this.usageReported = answer.usageReported;
+    const watch = this.watch = new MessagesStreamWatch();
+    // message_start names the model (the upstream's name is swapped for the client's) and its usage
+    // (filled in, with what is billed, when the upstream left it out)
+    const first = new AnthropicStreamFill({
+      rename: ModelRename.between(attempt.upstreamModel, model.id), promptTokens: this.localPromptTokens.bind(this), maxHeldBytes: MAX_EVENT_BYTES,
+    });
+    // past max_tokens or what can be charged, the stream is cut with an error event saying why
+    const overBudget = this.perCall ? undefined : outputBudget({
+      model, promptTokens: this.promptEstimate, maxOutput: this.info.maxTokens, scope: scope!,
+      roughTokens: () => watch.deliveredDeltaBytes / 4, deliveredTokens: () => watch.deliveredTokens(),
+    });
+    const transform = new MessagesStreamTransform(watch, first, overBudget, attempt.channel.name);
+    return pipeStream(this.exchange, answer.body, transform, scope!.abort, attempt.channel);
+  }
+
+  private streamed({ result: outcome }: { result: PipeOutcome }): void {
+    const watch = this.watch;
+    const endReason = outcome.endReason !== 'completed' ? outcome.endReason
+      : watch.upstreamError ? 'upstream_error'
+        : watch.sawMessageStop || watch.sawStopReason ? 'completed' : 'upstream_truncated';
+    const watched = watch.usage(this.localPromptTokens.bind(this));
+    const usage = this.bounded(watched.usage);
+    // a translated stream without the upstream's usage showed (and so bills) local counts
+    const usageReported = this.usageReported;
+    const source = usageReported !== undefined && !usageReported() ? 'estimated' : watched.source;
+    this.bill(usage, source, outcome.error ? outcome.error.status : 200, endReason, outcome.firstByteAt);
+  }
+}
+
+/** A stream's bytes as they go out: watched for usage, message_start repaired, output weighed against the budget. */
+class MessagesStreamTransform implements StreamTransform {
+  cut: StreamTransform['cut'] = null;
+
+  constructor(private readonly watch: MessagesStreamWatch, private readonly first: AnthropicStreamFill,
+    private readonly overBudget: ((forwardedBytes: number) => boolean) | undefined, private readonly channelName: string) {}
+
+  push(chunk: Buffer): Buffer | string | null {
+    this.watch.push(chunk);
+    const out = this.first.push(chunk);
+    if (out !== null && this.overBudget?.(out.length)) this.cut = { tail: anthropicErrorEvent(quotaBoundError()), reason: 'quota_bounded' };
+    return out;
+  }
+
+  finish(): Buffer | string {
+    this.watch.end();
+    const held = this.first.finish();
+    const closing = this.closing();
+    return held === null ? closing : typeof held === 'string' ? held + closing : Buffer.concat([held, Buffer.from(closing)]);
+  }
+
+  fail(error: GatewayErrorShape): string {
+    return anthropicErrorEvent(error);
+  }
+
+  /** What closes a stream the upstream ended: nothing after message_stop, message_stop after a stop reason, else an error. */
+  private closing(): string {
+    const watch = this.watch;
+    if (watch.sawMessageStop || watch.upstreamError) return '';
+    if (watch.sawStopReason) return MESSAGE_STOP_EVENT;
+    return anthropicErrorEvent({ status: 502, type: 'api_error', code: 'upstream_truncated', message: `upstream channel ${this.channelName} ended the stream early` });
+  }
 }
