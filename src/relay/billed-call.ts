@@ -45,6 +45,42 @@ export interface CallScope {
   settle(quota: number, metered: Metered, status: number, endReason: string, firstByteAt: number | null): number;
 }
 
+/** What a relay holds of its call for the call's life (never the parsed request: see HeldRequest). */
+export interface RelayedCall { exchange: Exchange; context: GatewayContext; caller: Caller; model: ModelConfig }
+
+/**
+ * A model call's relay, run in its billed call's scope. A class whose steps are bound methods
+ * rather than arrows made per call: an arrow called once per call keeps no optimized code across
+ * full garbage collections, so V8 compiled it again after each one (bench/README.md).
+ */
+export abstract class BilledRelay {
+  protected readonly exchange: Exchange;
+  protected readonly context: GatewayContext;
+  protected readonly caller: Caller;
+  protected readonly model: ModelConfig;
+  /** set when the call is admitted */
+  protected scope: CallScope | null = null;
+
+  constructor(call: RelayedCall) {
+    this.exchange = call.exchange;
+    this.context = call.context;
+    this.caller = call.caller;
+    this.model = call.model;
+  }
+
+  /** Reserves `estimate` and runs the relay (billedCall). */
+  start(endpoint: string, stream: boolean, estimate: number): Promise<void> {
+    return billedCall({ exchange: this.exchange, context: this.context, caller: this.caller, model: this.model, endpoint, stream, estimate }, this.enter.bind(this));
+  }
+
+  private enter(scope: CallScope): Promise<void> {
+    this.scope = scope;
+    return this.run(scope);
+  }
+
+  protected abstract run(scope: CallScope): Promise<void>;
+}
+
 const NOTHING_METERED: Metered = { promptTokens: 0, completionTokens: 0, usageSource: 'estimated' };
 
 /**

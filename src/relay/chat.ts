@@ -13,7 +13,7 @@ import { parseUsageFromChatResponse, type Usage } from '../formats/openai-usage'
 import type { Exchange } from '../http';
 import { MAX_ANSWER_BYTES, readAnswer } from '../providers/http-call';
 import type { Provider, UpstreamAnswer } from '../providers/types';
-import { billedCall, type CallScope } from './billed-call';
+import { BilledRelay, type CallScope } from './billed-call';
 import { HeldRequest } from './held-request';
 import { withFailover, type Attempt } from './failover';
 import { outputBudget } from './output-budget';
@@ -86,23 +86,13 @@ function completionTextOf(parsed: { choices?: { message?: { content?: unknown } 
 
 export function relayChatCompletions(call: ChatCall): Promise<void> {
   const relay = new ChatRelay(call);
-  return billedCall({
-    exchange: call.exchange, context: call.context, caller: call.caller, model: call.model, endpoint: 'chat.completions', stream: call.info.stream, estimate: relay.estimate,
-  }, relay.run.bind(relay));
+  return relay.start('chat.completions', call.info.stream, relay.estimate);
 }
 
 const canChat = (provider: Provider) => provider.chatCompletions !== undefined;
 
-/**
- * One call's relay: reserve (billedCall) → call with failover → stream or answer → settle. A class
- * whose steps are bound methods rather than arrows made per call, for the reason MessagesRelay
- * (relay/messages.ts) gives. It holds the call's parts, never the parsed request (HeldRequest does).
- */
-class ChatRelay {
-  private readonly exchange: Exchange;
-  private readonly context: GatewayContext;
-  private readonly caller: Caller;
-  private readonly model: ModelConfig;
+/** One call's relay: reserve → call with failover → stream or answer → settle (see BilledRelay). */
+class ChatRelay extends BilledRelay {
   private readonly info: ChatRequestInfo;
   private readonly raw: Buffer;
   private readonly request: HeldRequest;
@@ -112,17 +102,13 @@ class ChatRelay {
   private readonly promptBound: number;
   private readonly maxTokensDefault: number | undefined;
   readonly estimate: number;
-  private scope: CallScope | null = null;
   /** the stream's tail (streams only); it holds nothing until an attempt's bytes come, so it serves every attempt */
   private tail: OpenAIStreamTail | null = null;
   private finished: ReturnType<OpenAIStreamTail['finish']> | undefined;
 
   constructor(call: ChatCall) {
+    super(call);
     const { context, caller, model, raw, info } = call;
-    this.exchange = call.exchange;
-    this.context = context;
-    this.caller = caller;
-    this.model = model;
     this.info = info;
     this.raw = raw;
     this.request = new HeldRequest(call.body, raw);
@@ -136,8 +122,7 @@ class ChatRelay {
     this.maxTokensDefault = model.reasoning ? model.max_output_tokens : undefined;
   }
 
-  run(scope: CallScope): Promise<void> {
-    this.scope = scope;
+  protected run(scope: CallScope): Promise<void> {
     const { context, model, caller } = this;
     if (!this.info.stream) {
       return withFailover(context, model, caller.key.group, canChat, this.answerOf.bind(this), scope.abort.signal).then(this.answered.bind(this));

@@ -12,7 +12,7 @@ import type { MessagesRequestInfo } from '../formats/anthropic-messages';
 import type { Exchange } from '../http';
 import { MAX_ANSWER_BYTES, readAnswer } from '../providers/http-call';
 import type { Provider, UpstreamAnswer } from '../providers/types';
-import { billedCall, type CallScope } from './billed-call';
+import { BilledRelay, type CallScope } from './billed-call';
 import { HeldRequest } from './held-request';
 import { withFailover, type Attempt } from './failover';
 import { boundedMessageUsage, completionTokensOfMessage, localPromptTokens, MessagesStreamWatch, usageOfMessage, type MessageUsage, type UsageSource } from './messages-usage';
@@ -51,24 +51,13 @@ export function anthropicErrorEvent(error: GatewayErrorShape): string {
 /** Not an async function, and nothing in it keeps `call` after the start: see HeldRequest. */
 export function relayMessages(call: MessagesCall): Promise<void> {
   const relay = new MessagesRelay(call);
-  return billedCall({
-    exchange: call.exchange, context: call.context, caller: call.caller, model: call.model, endpoint: 'messages', stream: call.info.stream, estimate: relay.estimate,
-  }, relay.run.bind(relay));
+  return relay.start('messages', call.info.stream, relay.estimate);
 }
 
 const canMessage = (provider: Provider) => provider.messages !== undefined;
 
-/**
- * One call's relay: reserve (billedCall) → call with failover → stream or answer → settle. A class
- * whose steps are bound methods rather than arrows made per call: an arrow called once per call
- * keeps no optimized code across full garbage collections, so V8 compiled it again after each one
- * (bench/README.md). It holds the call's parts, never the parsed request (HeldRequest does).
- */
-class MessagesRelay {
-  private readonly exchange: Exchange;
-  private readonly context: GatewayContext;
-  private readonly caller: Caller;
-  private readonly model: ModelConfig;
+/** One call's relay: reserve → call with failover → stream or answer → settle (see BilledRelay). */
+class MessagesRelay extends BilledRelay {
   private readonly info: MessagesRequestInfo;
   private readonly headers: Record<string, string>;
   private readonly request: HeldRequest;
@@ -76,17 +65,13 @@ class MessagesRelay {
   private readonly promptEstimate: number;
   private readonly promptBound: number;
   readonly estimate: number;
-  private scope: CallScope | null = null;
   /** the stream's watch, one per attempt */
   private watch = new MessagesStreamWatch();
   private usageReported: (() => boolean) | undefined;
 
   constructor(call: MessagesCall) {
+    super(call);
     const { context, caller, model, info } = call;
-    this.exchange = call.exchange;
-    this.context = context;
-    this.caller = caller;
-    this.model = model;
     this.info = info;
     this.headers = call.headers;
     this.request = new HeldRequest(call.body, call.raw);
@@ -99,8 +84,7 @@ class MessagesRelay {
     this.promptBound = promptBoundOf(promptBytes, info.imageCount);
   }
 
-  run(scope: CallScope): Promise<void> {
-    this.scope = scope;
+  protected run(scope: CallScope): Promise<void> {
     const { context, model, caller } = this;
     if (!this.info.stream) {
       return withFailover(context, model, caller.key.group, canMessage, this.answerOf.bind(this), scope.abort.signal).then(this.answered.bind(this));
