@@ -190,7 +190,7 @@ export function createDispatcher(context: GatewayContext): (exchange: Exchange) 
     try {
       const result = route.handler(exchange, params, context);
       if (result) {
-        // bound functions rather than arrows made per request (see BilledScope in relay/billed-call.ts)
+        // bound functions rather than arrows made per request (see BilledRelay in relay/billed-call.ts)
         result.then(ended.bind(null, exchange, route.pattern, route.dialect, startedAt), failed.bind(null, exchange, route, startedAt));
         return;
       }

@@ -199,18 +199,19 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
     this.status = status;
     this.pendingHead = { status, headers };
     this.lastChunks = [body];
-    this.response.cork(this.corkedRespond.bind(this));
+    this.response.cork(this.method === 'HEAD' ? this.corkedHeadAnswer.bind(this) : this.corkedEnd.bind(this));
     this.server.requestEnded();
   }
 
-  /** respond()'s writes, in one cork (a bound method, for the reason HeaderList gives). */
-  private corkedRespond(): void {
+  /**
+   * respond()'s writes for a HEAD request: the head and the body's length, no body. uWS would write
+   * the body after a HEAD answer too, and the client would read it as the next answer.
+   */
+  private corkedHeadAnswer(): void {
     const body = this.lastChunks[0];
     this.lastChunks = NO_CHUNKS;
     this.writeHead();
-    // uWS would write the body after a HEAD answer too, and the client would read it as the next answer.
-    if (this.method === 'HEAD') this.response.writeHeader('content-length', String(Buffer.byteLength(body))).endWithoutBody();
-    else this.response.end(body, this.server.draining || this.closeAfterAnswer);
+    this.response.writeHeader('content-length', String(Buffer.byteLength(body))).endWithoutBody();
   }
 
   startStream(status: number, headers: Headers): void {
@@ -254,7 +255,7 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
     this.server.requestEnded();
   }
 
-  /** end()'s writes, in one cork (a bound method, for the reason HeaderList gives). */
+  /** end()'s and respond()'s writes, in one cork (a bound method, for the reason HeaderList gives). */
   private corkedEnd(): void {
     const chunks = this.lastChunks;
     this.lastChunks = NO_CHUNKS;

@@ -121,11 +121,7 @@ function runAdmitted(options: BilledCallOptions, admission: Admission, startedAt
   return running.then(scope.ended.bind(scope), scope.failed.bind(scope));
 }
 
-/**
- * One admitted call's scope. A class, and its callbacks bound methods rather than arrows made per
- * call: an arrow called once per call keeps no optimized code across full garbage collections (no
- * live instance of it holds the code), so V8 compiled it again after each one (bench/README.md).
- */
+/** One admitted call's scope; its callbacks are bound methods, for the reason BilledRelay gives. */
 class BilledScope implements CallScope {
   readonly abort = new CallAbort();
   readonly ratio: number;

@@ -30,13 +30,14 @@ const isObject = (value: unknown): value is Json => typeof value === 'object' &&
 const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.round(value) : 0);
 
 /**
- * Whether the bytes are one delta event in the form Anthropic sends, and nothing else: the event
- * line, one data line (no line feed or carriage return in it), the blank line.
+ * Whether buffer[start, eventEnd) (an event ending at its blank line) is a delta event in the form
+ * Anthropic sends: the event line, then one data line with no line feed in it. Carriage returns are
+ * the caller's to rule out.
  */
-function isLoneDelta(buffer: Buffer): boolean {
-  const dataEnd = buffer.length - 2;
-  return buffer[dataEnd + 1] === LINE_FEED && matchesAt(buffer, 0, DELTA_EVENT_LINE)
-    && buffer.indexOf(LINE_FEED, DELTA_EVENT_LINE.length) === dataEnd && buffer.indexOf(CARRIAGE_RETURN, DELTA_EVENT_LINE.length) === -1;
+function isDeltaEvent(buffer: Buffer, start: number, eventEnd: number): boolean {
+  const dataEnd = eventEnd - 2;
+  return buffer[dataEnd] === LINE_FEED && matchesAt(buffer, start, DELTA_EVENT_LINE)
+    && buffer.indexOf(LINE_FEED, start + DELTA_EVENT_LINE.length) === dataEnd;
 }
 
 /**
@@ -141,7 +142,10 @@ export class MessagesStreamWatch {
     // an event past the decoder's bound makes it throw before it returns any event of the chunk: left to it whole
     if (end > MAX_EVENT_BYTES) { this.decode(buffer.subarray(0, end)); return; }
     // the usual chunk: one delta event in Anthropic's form, alone
-    if (!first && end === buffer.length && isLoneDelta(buffer)) { this.delivered(buffer, DELTA_EVENT_LINE.length, end - 2); return; }
+    if (!first && end === buffer.length && isDeltaEvent(buffer, 0, end) && buffer.indexOf(CARRIAGE_RETURN, DELTA_EVENT_LINE.length) === -1) {
+      this.delivered(buffer, DELTA_EVENT_LINE.length, end - 2);
+      return;
+    }
     // the stream's first event goes to the decoder, which drops a byte order mark before it
     let start = first ? nextEventEnd(buffer, 0, end) : 0;
     let decodeFrom = 0;
@@ -150,13 +154,9 @@ export class MessagesStreamWatch {
     while (start < end) {
       const eventEnd = nextEventEnd(buffer, start, end);
       if (carriageReturn !== -1 && carriageReturn < start) carriageReturn = buffer.indexOf(CARRIAGE_RETURN, start);
-      const dataEnd = eventEnd - 2;
-      const delta = matchesAt(buffer, start, DELTA_EVENT_LINE)
-        && buffer[dataEnd] === LINE_FEED && buffer.indexOf(LINE_FEED, start + DELTA_EVENT_LINE.length) === dataEnd
-        && (carriageReturn === -1 || carriageReturn >= eventEnd);
-      if (delta) {
+      if (isDeltaEvent(buffer, start, eventEnd) && (carriageReturn === -1 || carriageReturn >= eventEnd)) {
         if (decodeFrom < start) this.decode(buffer.subarray(decodeFrom, start));
-        this.delivered(buffer, start + DELTA_EVENT_LINE.length, dataEnd);
+        this.delivered(buffer, start + DELTA_EVENT_LINE.length, eventEnd - 2);
         decodeFrom = eventEnd;
       }
       start = eventEnd;
