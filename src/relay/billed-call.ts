@@ -39,8 +39,10 @@ export interface CallScope {
   /** what usage pricing at `quota` may be charged: the reservation, extended from the leases' room (Ledger.chargeable) */
   chargeable(quota: number): number;
   /**
-   * Charges `quota`, bounded by the reservation, and records the call; returns the quota charged.
-   * A bounded charge is logged and recorded with end reason `quota_bounded`.
+   * Charges `quota`, bounded by the reservation, records the call and gives its concurrency slot
+   * back; returns the quota charged. A bounded charge is logged and recorded with end reason
+   * `quota_bounded`. Relays settle before the answer goes out, so a client that has its answer may
+   * call again at once: the slot's release (a Redis command on the cluster store) is already sent.
    */
   settle(quota: number, metered: Metered, status: number, endReason: string, firstByteAt: number | null): number;
 }
@@ -154,6 +156,7 @@ class BilledScope implements CallScope {
       quota: charged, status, endReason, usageSource: metered.usageSource, stream,
     });
     context.ledger.settle(reservation, charged, record);
+    this.admission.release();
     context.ops.metrics.call(model.id, record.latency_ms, record.first_byte_ms, record.prompt_tokens, record.completion_tokens, charged);
     if (this.accessLog !== null) {
       this.accessLog.call({
@@ -165,7 +168,7 @@ class BilledScope implements CallScope {
     return charged;
   }
 
-  /** The call is over: its concurrency slot and in-flight counts are given back. */
+  /** The call is over: its in-flight counts are given back, and its concurrency slot if it never settled. */
   ended(): void {
     const metrics = this.options.context.ops.metrics;
     metrics.inFlight -= 1;
