@@ -1,15 +1,16 @@
 // Token counts for billing when an upstream reports none, and cheap estimates for reservations.
-// The tokenizer (o200k_base, gpt-tokenizer) is loaded once per thread that counts: a worker process
-// loads it before it takes connections (warmTokenizer; with low_memory at its first count), a pool
-// thread at its first count.
+// The tokenizer (o200k_base, counted by BpeCounter from gpt-tokenizer's copy of its ranks) is loaded
+// once per thread that counts: a worker process loads it before it takes connections (warmTokenizer;
+// with low_memory at its first count), a pool thread at its first count.
 //
-// Byte-pair merging costs the square of a piece's length, and one "piece" of the pre-split can be a
+// Byte-pair merging costs more than the length of a piece, and one "piece" of the pre-split can be a
 // whole run of letters or CJK without spaces, as long as the text. So the text is cut into pieces
 // of at most MAX_PIECE_CHARS before it reaches the tokenizer (at a space when one is near, which is
 // where the tokenizer's own pre-split would cut too): the cost becomes linear in the text. And the
 // text counted exactly in one count is bounded too (CountBudget); the rest is estimated at the rate
 // the counted part showed, so no count holds a thread for long, whatever the client or upstream sent.
-import type { EncodeOptions } from 'gpt-tokenizer/GptEncoding';
+import { readFileSync } from 'node:fs';
+import { BpeCounter, parseTiktokenRanks } from './bpe-counter';
 
 /** Tokens one image part costs in the fallback count (the low-detail price of OpenAI vision). */
 export const IMAGE_PART_TOKENS = 85;
@@ -25,21 +26,17 @@ export const MAX_PIECE_CHARS = 128;
 export const INLINE_EXACT_CHARS = 8 * 1024;
 /** The same in the task pool, off the request threads (count_tokens of big prompts). */
 export const POOL_EXACT_CHARS = 128 * 1024;
-/** Merged pieces the tokenizer keeps (its default, 100,000, can hold tens of MB of distinct text). */
-const MERGE_CACHE_ENTRIES = 4096;
 
-/** Text that looks like a special token is counted as plain text, not refused. */
-const PLAIN_TEXT: EncodeOptions = { allowedSpecial: new Set(), disallowedSpecial: new Set() };
+let counter: BpeCounter | undefined;
 
-type Encoding = { countTokens(text: string, options?: EncodeOptions): number; setMergeCacheSize(size: number): void };
-let encoding: Encoding | undefined;
-
-function getEncoding(): Encoding {
-  if (encoding === undefined) {
-    encoding = require('gpt-tokenizer/encoding/o200k_base') as Encoding;
-    encoding.setMergeCacheSize(MERGE_CACHE_ENTRIES);
+/** o200k_base: its ranks from gpt-tokenizer's copy of the tiktoken file, its split pattern from the library's own. */
+function getCounter(): BpeCounter {
+  if (counter === undefined) {
+    const { O200K_TOKEN_SPLIT_REGEX } = require('gpt-tokenizer/cjs/encodingParams/constants') as { O200K_TOKEN_SPLIT_REGEX: RegExp };
+    const ranks = parseTiktokenRanks(readFileSync(require.resolve('gpt-tokenizer/data/o200k_base.tiktoken')));
+    counter = new BpeCounter(ranks, new RegExp(O200K_TOKEN_SPLIT_REGEX.source, O200K_TOKEN_SPLIT_REGEX.flags));
   }
-  return encoding;
+  return counter;
 }
 
 /**
@@ -71,11 +68,11 @@ function pieceEnd(text: string, start: number): number {
 }
 
 function countExactly(text: string): number {
-  const encoder = getEncoding();
+  const encoder = getCounter();
   let total = 0;
   for (let start = 0; start < text.length;) {
     const end = pieceEnd(text, start);
-    total += encoder.countTokens(text.slice(start, end), PLAIN_TEXT);
+    total += encoder.count(text.slice(start, end));
     start = end;
   }
   return total;
