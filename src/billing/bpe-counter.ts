@@ -7,30 +7,83 @@
 // marks everything the heap holds at every full collection, and a worker streaming under load runs
 // one every few seconds. Pure: no I/O.
 
-/** A vocabulary: index = rank, the token's bytes (holes allowed). */
-export type RankList = ReadonlyArray<Uint8Array | undefined>;
+/** A vocabulary: token r's bytes are bytes[offsets[r], offsets[r + 1]) (empty for an unused rank). */
+export interface Vocabulary { bytes: Uint8Array; offsets: Uint32Array }
 
 /** String.prototype.isWellFormed (ES2024; Node 20 and Bun have it, the compile target's types do not) */
 type WellFormed = { isWellFormed(): boolean };
 
+const LINE_FEED = 10;
+const SPACE = 32;
+/** base64 digit values by character code (-1: not a digit) */
+const BASE64 = new Int8Array(256).fill(-1);
+for (let digit = 0; digit < 64; digit += 1) BASE64['ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'.charCodeAt(digit)] = digit;
+
 /**
- * The vocabulary of a tiktoken rank file: one token a line, its bytes in base64, a space, its rank.
- * A line that is not in that form is a corrupt file, refused.
+ * The vocabulary of a tiktoken rank file: one token a line, its bytes in base64, a space, its rank,
+ * the ranks 0, 1, 2 … in order. The tokens are decoded straight into one buffer: no string or
+ * buffer per token is made, so loading leaves no garbage of the vocabulary's size behind. A file not
+ * in that form is corrupt, refused.
  */
-export function parseTiktokenRanks(file: Buffer): Uint8Array[] {
-  const ranks: Uint8Array[] = [];
+export function parseTiktokenRanks(file: Uint8Array): Vocabulary {
+  let lines = 0;
+  for (let at = file.indexOf(LINE_FEED); at !== -1; at = file.indexOf(LINE_FEED, at + 1)) lines += 1;
+  if (file.length > 0 && file[file.length - 1] !== LINE_FEED) lines += 1;
+  // base64 holds 3 bytes in every 4 characters: the decoded tokens fit in three quarters of the file
+  const bytes = new Uint8Array(Math.ceil((file.length * 3) / 4));
+  const offsets = new Uint32Array(lines + 1);
+  let rank = 0;
+  let written = 0;
   for (let start = 0; start < file.length;) {
-    let end = file.indexOf(10, start);
+    let end = file.indexOf(LINE_FEED, start);
     if (end === -1) end = file.length;
-    const space = file.indexOf(32, start);
     if (end > start) {
-      const rank = space > start && space < end ? Number(file.toString('latin1', space + 1, end)) : NaN;
-      if (!Number.isInteger(rank) || rank < 0 || rank > 10_000_000) throw new Error(`malformed rank file line at byte ${start}`);
-      ranks[rank] = Buffer.from(file.toString('latin1', start, space), 'base64');
+      const space = file.indexOf(SPACE, start);
+      if (space <= start || space >= end || decimal(file, space + 1, end) !== rank) throw new Error(`malformed rank file line at byte ${start}`);
+      offsets[rank] = written;
+      written = decodeBase64(file, start, space, bytes, written, start);
+      rank += 1;
     }
     start = end + 1;
   }
-  return ranks;
+  offsets[rank] = written;
+  return { bytes: bytes.slice(0, written), offsets: offsets.slice(0, rank + 1) };
+}
+
+/** The decimal number in file[start, end), or -1 when it is not one. */
+function decimal(file: Uint8Array, start: number, end: number): number {
+  if (end === start || end - start > 9) return -1;
+  let value = 0;
+  for (let at = start; at < end; at += 1) {
+    const digit = file[at] - 48;
+    if (digit < 0 || digit > 9) return -1;
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
+/** Decodes the base64 in file[start, end) into `out` at `at`; returns the offset after the bytes written. */
+function decodeBase64(file: Uint8Array, start: number, end: number, out: Uint8Array, at: number, line: number): number {
+  let bits = 0;
+  let held = 0;
+  let digits = 0;
+  let padding = 0;
+  for (let index = start; index < end; index += 1) {
+    const code = file[index];
+    if (code === 61 && index >= end - 2) { padding += 1; continue; }   // "=" only at the end
+    const digit = BASE64[code];
+    if (digit === -1 || padding > 0) throw new Error(`malformed rank file line at byte ${line}`);
+    bits = (bits << 6) | digit;
+    held += 6;
+    digits += 1;
+    if (held >= 8) {
+      held -= 8;
+      out[at] = (bits >> held) & 0xff;
+      at += 1;
+    }
+  }
+  if ((digits + padding) % 4 !== 0 || digits === 0) throw new Error(`malformed rank file line at byte ${line}`);
+  return at;
 }
 
 const NO_RANK = 0x7fffffff;
@@ -59,26 +112,16 @@ export class BpeCounter {
   private heap = new Float64Array(1024);
   private heapSize = 0;
 
-  constructor(ranks: RankList, private readonly splitter: RegExp) {
+  constructor(vocabulary: Vocabulary, private readonly splitter: RegExp) {
     if (!splitter.global) throw new Error('the split pattern must be global');
-    let total = 0;
-    for (let rank = 0; rank < ranks.length; rank += 1) total += ranks[rank]?.length ?? 0;
-    this.bytes = new Uint8Array(total);
-    this.offsets = new Uint32Array(ranks.length + 1);
+    this.bytes = vocabulary.bytes;
+    this.offsets = vocabulary.offsets;
+    const count = this.offsets.length - 1;
     let size = 1;
-    while (size < ranks.length * 2) size *= 2;
+    while (size < count * 2) size *= 2;
     this.slots = new Int32Array(size);
     this.mask = size - 1;
-    let at = 0;
-    for (let rank = 0; rank < ranks.length; rank += 1) {
-      this.offsets[rank] = at;
-      const bytes = ranks[rank];
-      if (bytes === undefined) continue;
-      this.bytes.set(bytes, at);
-      at += bytes.length;
-      this.insert(rank, bytes);
-    }
-    this.offsets[ranks.length] = at;
+    for (let rank = 0; rank < count; rank += 1) if (this.offsets[rank + 1] > this.offsets[rank]) this.insert(rank);
   }
 
   /** Tokens of `text`, special-token text counted as plain text. */
@@ -206,9 +249,10 @@ export class BpeCounter {
     return true;
   }
 
-  private insert(rank: number, bytes: Uint8Array): void {
+  private insert(rank: number): void {
+    const bytes = this.bytes;
     let hash = FNV_OFFSET;
-    for (let index = 0; index < bytes.length; index += 1) hash = Math.imul(hash ^ bytes[index], FNV_PRIME);
+    for (let index = this.offsets[rank]; index < this.offsets[rank + 1]; index += 1) hash = Math.imul(hash ^ bytes[index], FNV_PRIME);
     let slot = hash & this.mask;
     while (this.slots[slot] !== 0) slot = (slot + 1) & this.mask;
     this.slots[slot] = rank + 1;

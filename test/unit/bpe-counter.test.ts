@@ -76,13 +76,15 @@ test('a long piece (a run of CJK, of one letter) is merged as the reference merg
   assertSameCounts([cjk, 'x'.repeat(1000), 'ab'.repeat(500), '😀'.repeat(300)]);
 });
 
-test('a malformed rank file is refused', () => {
-  assert.throws(() => parseTiktokenRanks(Buffer.from('IQ== 0\nIg==\n')), /malformed rank file line/);
-  assert.throws(() => parseTiktokenRanks(Buffer.from('IQ== x\n')), /malformed rank file line/);
-  const ranks = parseTiktokenRanks(Buffer.from('IQ== 0\nIg== 1\n'));
-  assert.deepEqual(ranks.map((bytes) => Buffer.from(bytes).toString()), ['!', '"']);
+test('a rank file is decoded token by token; a malformed one is refused', () => {
+  const { bytes, offsets } = parseTiktokenRanks(Buffer.from('IQ== 0\nIg== 1\naGk= 2\n4pyTYQ== 3'));
+  const tokens = [...offsets.subarray(1)].map((end, rank) => Buffer.from(bytes.subarray(offsets[rank], end)).toString());
+  assert.deepEqual(tokens, ['!', '"', 'hi', '✓a']);
+  for (const file of ['IQ== 0\nIg==\n', 'IQ== x\n', 'IQ== 1\n', 'IQ== 0\nIg== 0\n', 'I!== 0\n', 'IQ=a 0\n', 'IQ 0\n', ' 0\n']) {
+    assert.throws(() => parseTiktokenRanks(Buffer.from(file)), /malformed rank file line/, file);
+  }
 });
 
 test('the split pattern must be global (a sticky or single match would count only the first piece)', () => {
-  assert.throws(() => new BpeCounter([], /a/u), /must be global/);
+  assert.throws(() => new BpeCounter({ bytes: new Uint8Array(0), offsets: new Uint32Array(1) }, /a/u), /must be global/);
 });
