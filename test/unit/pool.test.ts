@@ -76,7 +76,20 @@ test('a task whose request went away is cancelled at once, queued or running; th
     const cancel: TaskCancel = { get aborted() { return aborted; }, onAbort: (listener) => { listeners.push(listener); } };
     const running = pool.run('tokens', 'countMessagesTokens', heavyCount(5), { cancel });
     const queued = pool.run('tokens', 'countMessagesTokens', heavyCount(6), { cancel });
-    setTimeout(() => { aborted = true; for (const listener of listeners) listener(); }, 100);
+    // the request goes away as soon as the first task is in a thread (the second waits behind it, or
+    // runs beside it on a machine with more threads): a count takes tens of ms, polled every ms
+    const goAway = () => {
+      clearInterval(handedOut);
+      clearTimeout(fallback);
+      if (aborted) return;
+      aborted = true;
+      for (const listener of listeners) listener();
+    };
+    const handedOut = setInterval(() => {
+      const load = pool.load('text');
+      if (load.threads >= 1 && load.queued <= 1) goAway();
+    }, 1);
+    const fallback = setTimeout(goAway, 5_000);
     const started = Date.now();
     for (const task of [running, queued]) {
       await assert.rejects(task, (error: GatewayErrorShape) => { assert.equal(error.status, 499); assert.equal(error.code, 'client_gone'); return true; });
