@@ -41,7 +41,7 @@ export function parseTiktokenRanks(file: Uint8Array): Vocabulary {
       const space = file.indexOf(SPACE, start);
       if (space <= start || space >= end || decimal(file, space + 1, end) !== rank) throw new Error(`malformed rank file line at byte ${start}`);
       offsets[rank] = written;
-      written = decodeBase64(file, start, space, bytes, written, start);
+      written = decodeBase64(file, start, space, bytes, written);
       rank += 1;
     }
     start = end + 1;
@@ -63,7 +63,7 @@ function decimal(file: Uint8Array, start: number, end: number): number {
 }
 
 /** Decodes the base64 in file[start, end) into `out` at `at`; returns the offset after the bytes written. */
-function decodeBase64(file: Uint8Array, start: number, end: number, out: Uint8Array, at: number, line: number): number {
+function decodeBase64(file: Uint8Array, start: number, end: number, out: Uint8Array, at: number): number {
   let bits = 0;
   let held = 0;
   let digits = 0;
@@ -72,7 +72,7 @@ function decodeBase64(file: Uint8Array, start: number, end: number, out: Uint8Ar
     const code = file[index];
     if (code === 61 && index >= end - 2) { padding += 1; continue; }   // "=" only at the end
     const digit = BASE64[code];
-    if (digit === -1 || padding > 0) throw new Error(`malformed rank file line at byte ${line}`);
+    if (digit === -1 || padding > 0) throw new Error(`malformed rank file line at byte ${start}`);
     bits = (bits << 6) | digit;
     held += 6;
     digits += 1;
@@ -82,7 +82,7 @@ function decodeBase64(file: Uint8Array, start: number, end: number, out: Uint8Ar
       at += 1;
     }
   }
-  if ((digits + padding) % 4 !== 0 || digits === 0) throw new Error(`malformed rank file line at byte ${line}`);
+  if ((digits + padding) % 4 !== 0 || digits === 0) throw new Error(`malformed rank file line at byte ${start}`);
   return at;
 }
 

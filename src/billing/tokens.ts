@@ -29,8 +29,8 @@ export const POOL_EXACT_CHARS = 128 * 1024;
 
 let counter: BpeCounter | undefined;
 
-/** o200k_base: its ranks from gpt-tokenizer's copy of the tiktoken file, its split pattern from the library's own. */
-function getCounter(): BpeCounter {
+/** This thread's o200k_base counter: its ranks from gpt-tokenizer's copy of the tiktoken file, its split pattern from the library's own. */
+export function o200kCounter(): BpeCounter {
   if (counter === undefined) {
     const { O200K_TOKEN_SPLIT_REGEX } = require('gpt-tokenizer/cjs/encodingParams/constants') as { O200K_TOKEN_SPLIT_REGEX: RegExp };
     const ranks = parseTiktokenRanks(readFileSync(require.resolve('gpt-tokenizer/data/o200k_base.tiktoken')));
@@ -68,7 +68,7 @@ function pieceEnd(text: string, start: number): number {
 }
 
 function countExactly(text: string): number {
-  const encoder = getCounter();
+  const encoder = o200kCounter();
   let total = 0;
   for (let start = 0; start < text.length;) {
     const end = pieceEnd(text, start);

@@ -1,15 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { BpeCounter, parseTiktokenRanks } from '../../src/billing/bpe-counter';
+import { o200kCounter } from '../../src/billing/tokens';
 
-// gpt-tokenizer's own o200k_base counter is the reference: BpeCounter must count exactly as it does
-// (special-token text as plain text), on every kind of text a client or an upstream can send.
+// gpt-tokenizer's own o200k_base counter is the reference: the counter billing uses must count exactly
+// as it does (special-token text as plain text), on every kind of text a client or an upstream can send.
 const reference = require('gpt-tokenizer/encoding/o200k_base') as { countTokens(text: string, options: object): number };
 const PLAIN_TEXT = { allowedSpecial: new Set(), disallowedSpecial: new Set() };
-const { O200K_TOKEN_SPLIT_REGEX } = require('gpt-tokenizer/cjs/encodingParams/constants') as { O200K_TOKEN_SPLIT_REGEX: RegExp };
-const counter = new BpeCounter(parseTiktokenRanks(readFileSync(require.resolve('gpt-tokenizer/data/o200k_base.tiktoken'))),
-  new RegExp(O200K_TOKEN_SPLIT_REGEX.source, O200K_TOKEN_SPLIT_REGEX.flags));
+const counter = o200kCounter();
 
 /** a seeded generator, so a failure names a text that can be made again */
 function generator(seed: number): (bound: number) => number {
