@@ -1,19 +1,28 @@
 // Completion text of a forwarded OpenAI stream, for counting tokens locally when the upstream
-// reports no usage. Not extracted per event: the forwarded events are copied into one buffer
-// (KeptBytes) until `maxBytes` of them are kept; the text is extracted from that copy in one scan,
-// either on demand or once the bound is reached, after which only the extracted text (a few
-// percent of the event bytes) stays and the forwarded size is counted. Counts are scaled by
-// forwarded / kept bytes (an estimate either way). A copy rather than a reference to each forwarded
-// chunk: a chunk is a view of the upstream socket's read buffer, and holding it held that whole
-// buffer for the stream's life. The copy itself is dropped at the bound because an open stream
-// would otherwise hold it (a few KiB of event JSON) for its whole life.
+// reports no usage. Not extracted per event: the forwarded events are copied into a small buffer
+// (KeptBytes, COPY_BATCH_BYTES); the text is extracted from that copy in one scan when the next
+// event would not fit (the buffer is then reused), on demand, or once `maxBytes` of events were
+// seen, after which only the extracted text (a few percent of the event bytes) stays and the
+// forwarded size is counted. Counts are scaled by forwarded / kept bytes (an estimate either way).
+// A copy rather than a reference to each forwarded chunk: a chunk is a view of the upstream
+// socket's read buffer, and holding it held that whole buffer for the stream's life. The copy is
+// a batch rather than all `maxBytes`: an open stream holds it until its bound, and thousands of
+// streams opening at once hold it together.
 import { KeptBytes } from './kept-bytes';
 
 const EXTRACT_BATCH_BYTES = 64 * 1024;
+/** the copy's size: events are extracted from it whenever the next would not fit */
+const COPY_BATCH_BYTES = 1024;
+/** slices up to this long are copies in V8 (a longer one refers to its source string) */
+const SHORT_SLICE_CHARS = 12;
+/** the opening quote of the string values extractText collects (module-level: one scan at a time, lastIndex reset before each) */
+const CONTENT_VALUE = /content": ?"/g;
+const CONTENT_ONLY = [CONTENT_VALUE];
+const CONTENT_AND_ARGUMENTS = [CONTENT_VALUE, /arguments": ?"/g];
 
 export class CompletionTextSample {
   private readonly maxBytes: number;
-  /** copies of the forwarded events; [0, extractedBytes) already scanned; emptied once compacted */
+  /** copies of the forwarded events since the last batch was extracted; [0, extractedBytes) already scanned; dropped at the bound */
   private readonly kept: KeptBytes;
   private extractedBytes = 0;
   /** event bytes copied so far (the copy itself is dropped once it reaches maxBytes) */
@@ -21,13 +30,15 @@ export class CompletionTextSample {
   private forwardedBytes = 0;
   /** raw UTF-8 bytes as latin1 strings, see extractText */
   private readonly textParts: string[] = [];
+  /** a part may be a slice of the string it was extracted from (V8 copies short slices; longer ones refer to their source) */
+  private slicedParts = false;
   private textBytes = 0;
   /** tool calls were streamed: their `arguments` count as completion text too */
   withArguments = false;
 
   constructor(maxBytes: number) {
     this.maxBytes = maxBytes;
-    this.kept = new KeptBytes(maxBytes);
+    this.kept = new KeptBytes(Math.min(maxBytes, COPY_BATCH_BYTES));
   }
 
   /** Records forwarded bytes (whole events); copies them while under the bound. */
@@ -35,14 +46,18 @@ export class CompletionTextSample {
     this.forwardedBytes += output.length;
     if (this.keptBytes >= this.maxBytes) return;
     this.keptBytes += output.length;
-    if (this.keptBytes < this.maxBytes) {
+    const full = this.keptBytes >= this.maxBytes;
+    if (!full && this.kept.length + output.length <= COPY_BATCH_BYTES) {
       this.kept.append(output);
       return;
     }
-    // the bound is reached: what was kept and this output (not copied first) are scanned, the copy dropped
+    // the batch is full or the bound reached: what was copied and this output (not copied) are scanned
     this.extractPending();
     this.extractBatches(output.toString('latin1'));
-    this.compact();
+    this.kept.reset();
+    this.extractedBytes = 0;
+    if (full || this.slicedParts) this.flattenText();
+    if (full) this.kept.clear();
   }
 
   /** The bound is reached: add() copies nothing more, it only counts (as skip() does). */
@@ -74,13 +89,11 @@ export class CompletionTextSample {
   }
 
   /**
-   * The bound is reached: the text is extracted now and the copied events dropped; the pieces are
-   * joined into one flat string, so none of them keeps a slice of the dropped copy alive.
+   * The pieces extracted so far joined into one flat string, so that none of them keeps a slice of
+   * a batch's string alive.
    */
-  private compact(): void {
-    this.extractPending();
-    this.kept.clear();
-    this.extractedBytes = 0;
+  private flattenText(): void {
+    this.slicedParts = false;
     if (this.textParts.length > 1) this.textParts.splice(0, this.textParts.length, this.textParts.join(''));
     else if (this.textParts.length === 1) this.textParts[0] = flat(this.textParts[0]);
   }
@@ -112,8 +125,11 @@ export class CompletionTextSample {
    * at the end instead of one by one.
    */
   private extractText(source: string): void {
-    const patterns = this.withArguments ? [/content": ?"/g, /arguments": ?"/g] : [/content": ?"/g];
-    const next = patterns.map((pattern) => (pattern.test(source) ? pattern.lastIndex - 1 : -1));
+    const patterns = this.withArguments ? CONTENT_AND_ARGUMENTS : CONTENT_ONLY;
+    const next = patterns.map((pattern) => {
+      pattern.lastIndex = 0;
+      return pattern.test(source) ? pattern.lastIndex - 1 : -1;
+    });
     let nextBackslash = source.indexOf('\\');
     for (;;) {
       let which = -1;
@@ -140,6 +156,7 @@ export class CompletionTextSample {
         }
       } else {
         piece = source.slice(open + 1, close);
+        if (piece.length > SHORT_SLICE_CHARS) this.slicedParts = true;
       }
       this.textParts.push(piece);
       this.textBytes += piece.length;

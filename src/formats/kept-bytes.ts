@@ -1,6 +1,6 @@
 // Bytes a stream watcher keeps for a later local count (the start of a completion, delta events'
-// data), copied into one buffer per stream, made at the watcher's bound when the first piece comes
-// and grown past it by a quarter at a time. One buffer instead of a string per event: a string
+// data), copied into one buffer per stream, made at the size given when the first piece comes,
+// grown past it by a quarter at a time, and reused when emptied (reset). One buffer instead of a string per event: a string
 // kept for the seconds a stream runs outlives young-generation collections, so the scavenger copies
 // and promotes it, while a buffer's bytes are never moved. Pure: no I/O.
 
@@ -9,7 +9,7 @@ export class KeptBytes {
   /** bytes kept */
   length = 0;
 
-  /** `bound`: about the size the watcher stops keeping at (the buffer's first size) */
+  /** `bound`: the buffer's first size (about what the watcher keeps at most) */
   constructor(private readonly bound: number) {}
 
   /** Appends source[start, end). */
@@ -42,6 +42,11 @@ export class KeptBytes {
 
   toString(encoding: BufferEncoding, start = 0, end = this.length): string {
     return this.buffer === null ? '' : this.buffer.toString(encoding, start, end);
+  }
+
+  /** Empties what is kept; the buffer stays, for what is appended next. */
+  reset(): void {
+    this.length = 0;
   }
 
   /** Drops what is kept and the buffer. */

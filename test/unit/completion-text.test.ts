@@ -47,3 +47,23 @@ test('the chunk handed to add may be reused afterwards', () => {
   bytes.fill(0x20);
   assert.equal(sample.text(), 'kept');
 });
+
+test('text copied over many batches: every piece once, in order, whatever its size, and none of the chunks held', () => {
+  // short pieces, pieces longer than a short slice, escaped ones, and an event larger than a batch of copies
+  const pieces = Array.from({ length: 120 }, (_, index) => index === 50 ? 'x'.repeat(3000)
+    : index % 3 === 0 ? `w${index}` : index % 3 === 1 ? ` a longer piece of text ${index} ` : `"q${index}" \\ 中`);
+  const sample = new CompletionTextSample(64 * 1024);
+  let forwarded = 0;
+  for (let index = 0; index < pieces.length; index += 1) {
+    const bytes = event({ content: pieces[index] });
+    forwarded += bytes.length;
+    sample.add(bytes);
+    bytes.fill(0x20);
+    // read mid-stream (a budget check): the later batches do not repeat it
+    if (index === 70) assert.equal(sample.text(), pieces.slice(0, 71).join(''));
+  }
+  assert.equal(sample.text(), pieces.join(''));
+  assert.equal(sample.bytes(), Buffer.byteLength(pieces.join('')));
+  assert.equal(sample.scale, 1);
+  assert.equal(sample.full, forwarded >= 64 * 1024);
+});
