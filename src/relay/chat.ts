@@ -16,7 +16,7 @@ import type { Provider, UpstreamAnswer } from '../providers/types';
 import { BilledRelay, type CallScope } from './billed-call';
 import { HeldRequest } from './held-request';
 import { withFailover, type Attempt } from './failover';
-import { outputBudget } from './output-budget';
+import { OutputBudget, type OutputMeter } from './output-budget';
 import { pipeStream, type PipeOutcome, type StreamTransform } from './stream-pipe';
 import { eventTooLarge } from '../formats/sse';
 import { ModelRename } from '../formats/model-rename';
@@ -128,11 +128,8 @@ class ChatRelay extends BilledRelay {
       return withFailover(context, model, caller.key.group, canChat, this.answerOf.bind(this), scope.abort.signal).then(this.answered.bind(this));
     }
     const tail = this.tail = new OpenAIStreamTail({ model: model.id, usageChunk: this.info.includeUsageRequested });
-    const overBudget = this.perCall ? undefined : outputBudget({
-      model, promptTokens: this.promptEstimate, maxOutput: this.maxOutput, scope,
-      roughTokens: () => tail.completionTextBytes() / 4, deliveredTokens: () => tail.deliveredCompletionTokens(),
-    });
-    const transform = new ChatStreamTransform(this, tail, overBudget);
+    const transform = new ChatStreamTransform(this, tail);
+    if (!this.perCall) transform.budget = new OutputBudget(model, this.promptEstimate, this.maxOutput, scope, transform);
     return withFailover<PipeOutcome>(context, model, caller.key.group, canChat, this.streamOf.bind(this, transform), scope.abort.signal)
       .then(this.streamed.bind(this));
   }
@@ -232,21 +229,25 @@ class ChatRelay extends BilledRelay {
 }
 
 /** A stream's bytes as they go out: the tail rewritten, the model renamed, output weighed against the budget. */
-class ChatStreamTransform implements StreamTransform {
+class ChatStreamTransform implements StreamTransform, OutputMeter {
   cut: StreamTransform['cut'] = null;
   /** set per attempt when its channel maps the model to another upstream name */
   rename: ModelRename | undefined;
   /** the attempt's channel, named when it ends the stream early */
   channelName = '';
+  /** the output's bound (none for a model priced per call) */
+  budget: OutputBudget | undefined;
 
-  constructor(private readonly relay: ChatRelay, private readonly tail: OpenAIStreamTail,
-    private readonly overBudget: ((forwardedBytes: number) => boolean) | undefined) {}
+  constructor(private readonly relay: ChatRelay, private readonly tail: OpenAIStreamTail) {}
+
+  roughOutputTokens(): number { return this.tail.completionTextBytes() / 4; }
+  deliveredTokens(): number { return this.tail.deliveredCompletionTokens(); }
 
   push(chunk: Buffer): Buffer | string | null {
     const tail = this.tail;
     let out = tail.push(chunk);
     if (out !== null && this.rename !== undefined) out = this.rename.apply(out);
-    if (out !== null && this.overBudget?.(out.length)) {
+    if (out !== null && this.budget?.passed(out.length)) {
       this.cut = { tail: this.relay.finishTail(openAIErrorEvent(quotaBoundError())).tail, reason: 'quota_bounded' };
     }
     if (tail.overflowed) this.cut = { tail: this.relay.finishTail(openAIErrorEvent(eventTooLarge())).tail, reason: 'upstream_event_too_large' };

@@ -17,7 +17,7 @@ import type { JsonCall, Provider, UpstreamAnswer } from '../providers/types';
 import { billedCall, type BilledCallOptions } from './billed-call';
 import { HeldRequest } from './held-request';
 import { boundedUsage, cachedTokens, quotaBoundError } from './chat';
-import { outputBudget } from './output-budget';
+import { OutputBudget } from './output-budget';
 import { withFailover, type Attempt } from './failover';
 import { pipeStream, type PipeOutcome, type StreamTransform } from './stream-pipe';
 
@@ -186,10 +186,8 @@ export function relayEndpoint(call: EndpointCall): Promise<void> {
       const errorEvent = (error: GatewayErrorShape) => current.errorEvent?.(error) ?? endpointErrorEvent!(error);
       const decoder = new SseDecoder();
       // past max output or what can be charged, the stream is cut and says why
-      const overBudget = perCall ? undefined : outputBudget({
-        model, promptTokens: promptEstimate, maxOutput: bounds.completion, scope,
-        roughTokens: () => current.deliveredChars / 4, deliveredTokens: () => current.deliveredTokens(),
-      });
+      const budget = perCall ? undefined : new OutputBudget(model, promptEstimate, bounds.completion, scope,
+        { roughOutputTokens: () => current.deliveredChars / 4, deliveredTokens: () => current.deliveredTokens() });
       const transform: StreamTransform = {
         push: (chunk) => {
           let events: SseEvent[];
@@ -199,7 +197,7 @@ export function relayEndpoint(call: EndpointCall): Promise<void> {
           }
           let out = '';
           for (const event of events) out += current.push(event);
-          if (overBudget?.(out.length)) transform.cut = { tail: errorEvent(quotaBoundError()), reason: 'quota_bounded' };
+          if (budget?.passed(out.length)) transform.cut = { tail: errorEvent(quotaBoundError()), reason: 'quota_bounded' };
           return out;
         },
         finish: () => {

@@ -17,7 +17,7 @@ import { HeldRequest } from './held-request';
 import { withFailover, type Attempt } from './failover';
 import { boundedMessageUsage, completionTokensOfMessage, localPromptTokens, MessagesStreamWatch, usageOfMessage, type MessageUsage, type UsageSource } from './messages-usage';
 import { promptBoundOf, quotaBoundError } from './chat';
-import { outputBudget } from './output-budget';
+import { OutputBudget, type OutputMeter } from './output-budget';
 import { pipeStream, type PipeOutcome, type StreamTransform } from './stream-pipe';
 import { ModelRename } from '../formats/model-rename';
 import { AnthropicStreamFill } from '../formats/anthropic-stream-fill';
@@ -173,11 +173,8 @@ class MessagesRelay extends BilledRelay {
       rename: ModelRename.between(attempt.upstreamModel, model.id), promptTokens: this.localPromptTokens.bind(this), maxHeldBytes: MAX_EVENT_BYTES,
     });
     // past max_tokens or what can be charged, the stream is cut with an error event saying why
-    const overBudget = this.perCall ? undefined : outputBudget({
-      model, promptTokens: this.promptEstimate, maxOutput: this.info.maxTokens, scope: scope!,
-      roughTokens: () => watch.deliveredDeltaBytes / 4, deliveredTokens: () => watch.deliveredTokens(),
-    });
-    const transform = new MessagesStreamTransform(watch, first, overBudget, attempt.channel.name);
+    const transform = new MessagesStreamTransform(watch, first, attempt.channel.name);
+    if (!this.perCall) transform.budget = new OutputBudget(model, this.promptEstimate, this.info.maxTokens, scope!, transform);
     return pipeStream(this.exchange, answer.body, transform, scope!.abort, attempt.channel);
   }
 
@@ -196,16 +193,20 @@ class MessagesRelay extends BilledRelay {
 }
 
 /** A stream's bytes as they go out: watched for usage, message_start repaired, output weighed against the budget. */
-class MessagesStreamTransform implements StreamTransform {
+class MessagesStreamTransform implements StreamTransform, OutputMeter {
   cut: StreamTransform['cut'] = null;
+  /** the output's bound (none for a model priced per call) */
+  budget: OutputBudget | undefined;
 
-  constructor(private readonly watch: MessagesStreamWatch, private readonly first: AnthropicStreamFill,
-    private readonly overBudget: ((forwardedBytes: number) => boolean) | undefined, private readonly channelName: string) {}
+  constructor(private readonly watch: MessagesStreamWatch, private readonly first: AnthropicStreamFill, private readonly channelName: string) {}
+
+  roughOutputTokens(): number { return this.watch.deliveredDeltaBytes / 4; }
+  deliveredTokens(): number { return this.watch.deliveredTokens(); }
 
   push(chunk: Buffer): Buffer | string | null {
     this.watch.push(chunk);
     const out = this.first.push(chunk);
-    if (out !== null && this.overBudget?.(out.length)) this.cut = { tail: anthropicErrorEvent(quotaBoundError()), reason: 'quota_bounded' };
+    if (out !== null && this.budget?.passed(out.length)) this.cut = { tail: anthropicErrorEvent(quotaBoundError()), reason: 'quota_bounded' };
     return out;
   }
 
