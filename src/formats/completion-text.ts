@@ -29,7 +29,7 @@ export class CompletionTextSample {
   private keptBytes = 0;
   private forwardedBytes = 0;
   /** raw UTF-8 bytes as latin1 strings, see extractText */
-  private readonly textParts: string[] = [];
+  private textParts: string[] = [];
   /** a part may be a slice of the string it was extracted from (V8 copies short slices; longer ones refer to their source) */
   private slicedParts = false;
   private textBytes = 0;
@@ -94,8 +94,9 @@ export class CompletionTextSample {
    */
   private flattenText(): void {
     this.slicedParts = false;
-    if (this.textParts.length > 1) this.textParts.splice(0, this.textParts.length, this.textParts.join(''));
-    else if (this.textParts.length === 1) this.textParts[0] = flat(this.textParts[0]);
+    // a new array of one: the one pushed to keeps room for 17 parts
+    if (this.textParts.length > 1) this.textParts = [this.textParts.join('')];
+    else if (this.textParts.length === 1) this.textParts = [flat(this.textParts[0])];
   }
 
   private extractPending(): void {

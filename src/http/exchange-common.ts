@@ -1,6 +1,7 @@
 // What both fronts share: running the handler with its last-resort 500, and about a request body: the size limit, the time limit, one settlement, and
 // the errors they produce; plus the abort bookkeeping every exchange has. Each front only feeds it bytes.
 import { GatewayError } from '../errors';
+import { withListener } from '../listeners';
 import type { Exchange, ServerOptions } from './types';
 
 export const NO_BODY = Buffer.alloc(0);
@@ -148,19 +149,19 @@ export class BodyCollector implements Deadline {
 
 /** Listeners for "the client went away", fired once. */
 export class AbortListeners {
-  private listeners: (() => void)[] = [];
+  private listeners: (() => void)[] | null = null;
   fired = false;
 
   add(listener: () => void): void {
-    if (this.fired) listener(); else this.listeners.push(listener);
+    if (this.fired) listener(); else this.listeners = withListener(this.listeners, listener);
   }
 
   fire(): void {
     if (this.fired) return;
     this.fired = true;
     const listeners = this.listeners;
-    this.listeners = [];
-    for (const listener of listeners) listener();
+    this.listeners = null;
+    if (listeners !== null) for (const listener of listeners) listener();
   }
 }
 

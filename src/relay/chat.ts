@@ -93,7 +93,10 @@ const canChat = (provider: Provider) => provider.chatCompletions !== undefined;
 
 /** One call's relay: reserve → call with failover → stream or answer → settle (see BilledRelay). */
 class ChatRelay extends BilledRelay {
-  private readonly info: ChatRequestInfo;
+  /** what the relay needs of the request's checks (not their whole result: it holds the last user message's text) */
+  private readonly stream: boolean;
+  private readonly includeUsageRequested: boolean;
+  private readonly choices: number;
   private readonly raw: Buffer;
   private readonly request: HeldRequest;
   private readonly perCall: boolean;
@@ -109,7 +112,9 @@ class ChatRelay extends BilledRelay {
   constructor(call: ChatCall) {
     super(call);
     const { context, caller, model, raw, info } = call;
-    this.info = info;
+    this.stream = info.stream;
+    this.includeUsageRequested = info.includeUsageRequested;
+    this.choices = info.n;
     this.raw = raw;
     this.request = new HeldRequest(call.body, raw);
     this.perCall = isPerCall(model);
@@ -124,10 +129,10 @@ class ChatRelay extends BilledRelay {
 
   protected run(scope: CallScope): Promise<void> {
     const { context, model, caller } = this;
-    if (!this.info.stream) {
+    if (!this.stream) {
       return withFailover(context, model, caller.key.group, canChat, this.answerOf.bind(this), scope.abort.signal).then(this.answered.bind(this));
     }
-    const tail = this.tail = new OpenAIStreamTail({ model: model.id, usageChunk: this.info.includeUsageRequested });
+    const tail = this.tail = new OpenAIStreamTail({ model: model.id, usageChunk: this.includeUsageRequested });
     const transform = new ChatStreamTransform(this, tail);
     if (!this.perCall) transform.budget = new OutputBudget(model, this.promptEstimate, this.maxOutput, scope, transform);
     return withFailover<PipeOutcome>(context, model, caller.key.group, canChat, this.streamOf.bind(this, transform), scope.abort.signal)
@@ -142,7 +147,7 @@ class ChatRelay extends BilledRelay {
         prompt_bound: this.promptBound, completion_bound: this.maxOutput }, 'upstream usage above what the request can cost: billed at the bound');
     }
     const cached = Math.min(cachedTokens(bounded), bounded.prompt_tokens);
-    const quota = this.perCall ? perCallQuota(model, this.info.n, scope!.ratio)
+    const quota = this.perCall ? perCallQuota(model, this.choices, scope!.ratio)
       : usageQuota(model, { prompt_tokens: bounded.prompt_tokens, completion_tokens: bounded.completion_tokens, cached_tokens: cached }, scope!.ratio);
     return { usage: bounded, cached, quota };
   }

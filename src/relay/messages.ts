@@ -65,8 +65,8 @@ class MessagesRelay extends BilledRelay {
   private readonly promptEstimate: number;
   private readonly promptBound: number;
   readonly estimate: number;
-  /** the stream's watch, one per attempt */
-  private watch = new MessagesStreamWatch();
+  /** the stream's watch, one per attempt (streams only) */
+  private watch: MessagesStreamWatch | null = null;
   private usageReported: (() => boolean) | undefined;
 
   constructor(call: MessagesCall) {
@@ -179,7 +179,7 @@ class MessagesRelay extends BilledRelay {
   }
 
   private streamed({ result: outcome }: { result: PipeOutcome }): void {
-    const watch = this.watch;
+    const watch = this.watch!;   // set by pipe(), whose outcome this is
     const endReason = outcome.endReason !== 'completed' ? outcome.endReason
       : watch.upstreamError ? 'upstream_error'
         : watch.sawMessageStop || watch.sawStopReason ? 'completed' : 'upstream_truncated';

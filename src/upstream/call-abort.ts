@@ -1,6 +1,7 @@
 // The abort handle of one model call or upstream attempt. It has the part of AbortSignal the gateway
 // and undici use (aborted, reason, add/removeEventListener), for a fraction of the cost of an
 // AbortController, which every request would otherwise allocate once or twice.
+import { withListener } from '../listeners';
 import type { CallSignal } from '../providers/types';
 
 export class CallAbort implements CallSignal {
@@ -20,7 +21,7 @@ export class CallAbort implements CallSignal {
   }
 
   addEventListener(_type: 'abort', listener: () => void): void {
-    if (!this.aborted) (this.listeners ??= []).push(listener);
+    if (!this.aborted) this.listeners = withListener(this.listeners, listener);
   }
 
   removeEventListener(_type: 'abort', listener: () => void): void {
@@ -28,3 +29,4 @@ export class CallAbort implements CallSignal {
     if (index !== -1) this.listeners!.splice(index, 1);
   }
 }
+
