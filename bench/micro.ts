@@ -141,7 +141,7 @@ export async function runMicro(options: { timeMs?: number } = {}): Promise<Row[]
       sink += tail.finish().tail.length;
     });
     bench.add(`upstream error redaction check (StreamErrorRedactor, the same ${events.length} events, one push each)`, () => {
-      const redactor = new StreamErrorRedactor(() => []);
+      const redactor = new StreamErrorRedactor({ secrets: () => [] });
       for (const event of events) sink += redactor.push(event)?.length ?? 0;
     });
     const messagesEvents = anthropicStreamEvents();

@@ -73,8 +73,8 @@ export class StreamErrorRedactor {
   private carry: Buffer | null = null;
   private secretList: readonly string[] | undefined;
 
-  /** `secrets` is asked for only when an error event is met */
-  constructor(private readonly secrets: () => readonly string[]) {}
+  /** `source.secrets()` is asked for only when an error event is met */
+  constructor(private readonly source: { secrets(): readonly string[] }) {}
 
   push(out: Buffer | string | null): Buffer | string | null {
     if (out === null || out.length === 0) return out;
@@ -102,6 +102,6 @@ export class StreamErrorRedactor {
   }
 
   private list(): readonly string[] {
-    return (this.secretList ??= this.secrets());
+    return (this.secretList ??= this.source.secrets());
   }
 }

@@ -62,6 +62,15 @@ export function statusLine(status: number): string {
 const NO_CHUNKS: Array<string | Buffer> = [];
 
 /**
+ * The exchange whose write() is in its cork: uWS calls the cork's callback before cork() returns,
+ * so one function serves every exchange instead of a closure held by each open stream.
+ */
+let corking: UwsExchange | null = null;
+function corkedWrite(): void {
+  corking!.writeCorked();
+}
+
+/**
  * One request's headers as uWS lists them: the map, their size and their framing. uWS calls the
  * bound `add`, not an arrow made per request: such an arrow keeps no optimized code across full
  * garbage collections, so V8 compiled it again after each one (bench/README.md).
@@ -88,8 +97,7 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
   private bodyPromise: Promise<Buffer> | null = null;
   private writableListener: (() => void) | null = null;
   private pendingHead: { status: number; headers: Headers } | null = null;
-  /** write()'s corked step, made once per streamed answer (not once per write), and its in/out slots */
-  private corkedWrite: (() => void) | null = null;
+  /** write()'s in/out slots for its corked step */
   private writeChunk: string | Buffer = '';
   private writeOk = true;
   /** the chunks end() or respond() writes in its cork */
@@ -231,9 +239,17 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
   write(chunk: string | Buffer): boolean {
     if (this.finished) return true;
     this.writeChunk = chunk;
-    this.response.cork(this.corkedWrite ??= () => { this.writeHead(); this.writeOk = this.response.write(this.writeChunk); });
+    corking = this;
+    this.response.cork(corkedWrite);
+    corking = null;
     this.writeChunk = '';
     return this.writeOk;
+  }
+
+  /** write()'s step inside its cork: the head when not sent yet, then the chunk. */
+  writeCorked(): void {
+    this.writeHead();
+    this.writeOk = this.response.write(this.writeChunk);
   }
 
   onWritable(listener: () => void): void {

@@ -42,17 +42,22 @@ function admitted(context: GatewayContext, verdict: LimitVerdict, caller: Caller
 }
 
 function reserve(context: GatewayContext, caller: Caller, estimate: number, ratio: number, slot: string | null): Admission | Promise<Admission> {
-  let holdsSlot = slot !== null;
-  const release = () => {
-    if (!holdsSlot) return;
-    holdsSlot = false;
-    context.store.counters.releaseSlot(slot!, context.workerId);
-  };
-  const admission = (reservation: Reservation): Admission => ({ reservation, ratio, release });
   const reservation = context.ledger.tryReserve(caller.key, caller.account, estimate);
-  if (reservation !== null) return admission(reservation);
-  return context.ledger.reserve(caller.key, caller.account, estimate).then(admission, (error: unknown) => {
-    release();
+  if (reservation !== null) return new HeldAdmission(reservation, ratio, context, slot);
+  return context.ledger.reserve(caller.key, caller.account, estimate).then((reserved) => new HeldAdmission(reserved, ratio, context, slot), (error: unknown) => {
+    if (slot !== null) context.store.counters.releaseSlot(slot, context.workerId);
     throw error;
   });
+}
+
+/** An admitted call's reservation and concurrency slot (an object, not closures: every open stream holds one). */
+class HeldAdmission implements Admission {
+  constructor(readonly reservation: Reservation, readonly ratio: number, private readonly context: GatewayContext, private slot: string | null) {}
+
+  release(): void {
+    const slot = this.slot;
+    if (slot === null) return;
+    this.slot = null;
+    this.context.store.counters.releaseSlot(slot, this.context.workerId);
+  }
 }

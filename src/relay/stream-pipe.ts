@@ -73,7 +73,12 @@ class StreamPipe implements TurnFlushable {
   constructor(private readonly exchange: Exchange, private readonly body: BodySource, private readonly transform: StreamTransform,
     private readonly abort: { abort(): void }, private readonly channel: Pick<ChannelConfig, 'name' | 'keys' | 'base_url'>,
     private readonly headers: Headers, private readonly resolve: (outcome: PipeOutcome) => void, private readonly reject: (error: unknown) => void) {
-    this.redactor = new StreamErrorRedactor(() => upstreamSecrets(channel));
+    this.redactor = new StreamErrorRedactor(this);
+  }
+
+  /** What the redactor takes out of the stream's error events (asked for only when one comes). */
+  secrets(): string[] {
+    return upstreamSecrets(this.channel);
   }
 
   data(chunk: Buffer): void {

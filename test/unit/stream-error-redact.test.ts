@@ -15,7 +15,7 @@ test('upstreamSecrets: the keys, the URL and its host, longest first', () => {
 });
 
 test('an error event split over two outputs is held until its end, then redacted; the event before it goes at once', () => {
-  const redactor = new StreamErrorRedactor(() => secrets);
+  const redactor = new StreamErrorRedactor({ secrets: () => secrets });
   const ordinary = Buffer.from('data: {"choices":[{"delta":{"content":"error"}}]}\n\n');
   const error = 'data: {"error":{"message":"key chan-Key-Zq81-private at http:\\/\\/10.1.2.3:8000\\/v1 and sk-live-AbCdEf0123456789xyz"}}\n\n';
   const first = redactor.push(Buffer.concat([ordinary, Buffer.from(error.slice(0, 30))]));
@@ -26,15 +26,15 @@ test('an error event split over two outputs is held until its end, then redacted
 });
 
 test('whole events without "error" pass as the same object; what is held at the end goes before the tail, unless it is an unended error', () => {
-  const redactor = new StreamErrorRedactor(() => assert.fail('secrets are asked for only for an error event'));
+  const redactor = new StreamErrorRedactor({ secrets: () => assert.fail('secrets are asked for only for an error event') });
   const chunk = Buffer.from('data: {"choices":[{"delta":{"content":"hi"}}]}\n\n');
   assert.equal(redactor.push(chunk), chunk);
   const string = 'event: content_block_delta\ndata: {}\n\n';
   assert.equal(redactor.push(string), string);
-  const after = new StreamErrorRedactor(() => secrets);
+  const after = new StreamErrorRedactor({ secrets: () => secrets });
   assert.equal(after.push('event: error\ndata: {"type":"error","error":{"message":"chan-Key-'), null);
   assert.equal(text(after.end('data: [DONE]\n\n')), 'data: [DONE]\n\n', 'an error event the upstream never ended is dropped: it may end inside a secret');
-  const plain = new StreamErrorRedactor(() => secrets);
+  const plain = new StreamErrorRedactor({ secrets: () => secrets });
   assert.equal(plain.push('data: {"x":1}'), null);
   assert.equal(text(plain.end('\n\n')), 'data: {"x":1}\n\n', 'an unended ordinary event goes out before the tail');
 });
@@ -50,7 +50,7 @@ test('redactErrorEvents: a non-null "error" member, type or object "error", or `
 });
 
 test('an event that never ends is not held past MAX_EVENT_BYTES', () => {
-  const redactor = new StreamErrorRedactor(() => secrets);
+  const redactor = new StreamErrorRedactor({ secrets: () => secrets });
   assert.equal(redactor.push(Buffer.alloc(1000, 'a')), null);
   const out = redactor.push(Buffer.alloc(MAX_EVENT_BYTES, 'b'));
   assert.equal(out?.length, MAX_EVENT_BYTES + 1000);
