@@ -17,7 +17,7 @@ import { BilledRelay, type CallScope } from './billed-call';
 import { HeldRequest } from './held-request';
 import { withFailover, type Attempt } from './failover';
 import { OutputBudget, type OutputMeter } from './output-budget';
-import { pipeStream, type PipeOutcome, type StreamTransform } from './stream-pipe';
+import { pipeAnswer, type PipeOutcome, type StreamTransform } from './stream-pipe';
 import { eventTooLarge } from '../formats/sse';
 import { ModelRename } from '../formats/model-rename';
 import { parseBoundedJson } from '../formats/json-value';
@@ -217,13 +217,10 @@ class ChatRelay extends BilledRelay {
   }
 
   private streamOf(transform: ChatStreamTransform, attempt: Attempt): Promise<PipeOutcome> {
-    return this.send(attempt, true).then(this.pipe.bind(this, transform, attempt));
-  }
-
-  private pipe(transform: ChatStreamTransform, attempt: Attempt, answer: UpstreamAnswer): Promise<PipeOutcome> {
+    // the attempt's names, set before its answer comes (attempts run one after another)
     transform.rename = ModelRename.between(attempt.upstreamModel, this.model.id);
     transform.channelName = attempt.channel.name;
-    return pipeStream(this.exchange, answer.body, transform, this.scope!.abort, attempt.channel);
+    return pipeAnswer(this.exchange, this.send(attempt, true), transform, this.scope!.abort, attempt.channel);
   }
 
   private streamed({ result: outcome }: { result: PipeOutcome }): void {

@@ -18,7 +18,7 @@ import { withFailover, type Attempt } from './failover';
 import { boundedMessageUsage, completionTokensOfMessage, localPromptTokens, MessagesStreamWatch, usageOfMessage, type MessageUsage, type UsageSource } from './messages-usage';
 import { promptBoundOf, quotaBoundError } from './chat';
 import { OutputBudget, type OutputMeter } from './output-budget';
-import { pipeStream, type PipeOutcome, type StreamTransform } from './stream-pipe';
+import { pipeAnswer, type PipeOutcome, type StreamTransform } from './stream-pipe';
 import { ModelRename } from '../formats/model-rename';
 import { AnthropicStreamFill } from '../formats/anthropic-stream-fill';
 import { MAX_EVENT_BYTES } from '../formats/sse';
@@ -160,10 +160,11 @@ class MessagesRelay extends BilledRelay {
   }
 
   private streamOf(attempt: Attempt): Promise<PipeOutcome> {
-    return this.send(attempt).then(this.pipe.bind(this, attempt));
+    return pipeAnswer(this.exchange, this.send(attempt), this.transformFor.bind(this, attempt), this.scope!.abort, attempt.channel);
   }
 
-  private pipe(attempt: Attempt, answer: UpstreamAnswer): Promise<PipeOutcome> {
+  /** The attempt's stream transform, made when its answer comes. */
+  private transformFor(attempt: Attempt, answer: UpstreamAnswer): MessagesStreamTransform {
     const { model, scope } = this;
     this.usageReported = answer.usageReported;
     const watch = this.watch = new MessagesStreamWatch();
@@ -175,11 +176,11 @@ class MessagesRelay extends BilledRelay {
     // past max_tokens or what can be charged, the stream is cut with an error event saying why
     const transform = new MessagesStreamTransform(watch, first, attempt.channel.name);
     if (!this.perCall) transform.budget = new OutputBudget(model, this.promptEstimate, this.info.maxTokens, scope!, transform);
-    return pipeStream(this.exchange, answer.body, transform, scope!.abort, attempt.channel);
+    return transform;
   }
 
   private streamed({ result: outcome }: { result: PipeOutcome }): void {
-    const watch = this.watch!;   // set by pipe(), whose outcome this is
+    const watch = this.watch!;   // set by transformFor(), whose stream's outcome this is
     const endReason = outcome.endReason !== 'completed' ? outcome.endReason
       : watch.upstreamError ? 'upstream_error'
         : watch.sawMessageStop || watch.sawStopReason ? 'completed' : 'upstream_truncated';

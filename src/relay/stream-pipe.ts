@@ -9,6 +9,7 @@ import { StreamErrorRedactor } from '../formats/stream-error-redact';
 import type { Exchange, Headers } from '../http';
 import { fromTransportError } from '../upstream/transport-errors';
 import type { BodySource } from '../upstream/upstream-call';
+import type { UpstreamAnswer } from '../providers/types';
 import { flushAtTurnEnd, type TurnFlushable } from './turn-flush';
 
 export interface StreamTransform {
@@ -35,18 +36,41 @@ export const SSE_HEADERS: Headers = {
   'x-accel-buffering': 'no',
 };
 
+type PipedChannel = Pick<ChannelConfig, 'name' | 'keys' | 'base_url'>;
+
 export function pipeStream(exchange: Exchange, body: BodySource, transform: StreamTransform, abort: { abort(): void },
-  channel: Pick<ChannelConfig, 'name' | 'keys' | 'base_url'>, headers: Headers = SSE_HEADERS): Promise<PipeOutcome> {
+  channel: PipedChannel, headers: Headers = SSE_HEADERS): Promise<PipeOutcome> {
+  return new Promise((resolve, reject) => startPipe(exchange, body, transform, abort, channel, headers, resolve, reject));
+}
+
+/**
+ * pipeStream once the upstream's answer comes, its transform given or made from the answer. One
+ * promise for the attempt: a promise for the answer whose callback returned pipeStream's would
+ * adopt it, and every open stream would hold both and the adoption's reaction.
+ */
+export function pipeAnswer(exchange: Exchange, answer: Promise<UpstreamAnswer>,
+  transform: StreamTransform | ((answer: UpstreamAnswer) => StreamTransform), abort: { abort(): void }, channel: PipedChannel): Promise<PipeOutcome> {
   return new Promise((resolve, reject) => {
-    const pipe = new StreamPipe(exchange, body, transform, abort, channel, headers, resolve, reject);
-    // The data listener is an arrow: it runs for every event, and TurboFan inlines the pipe into it.
-    // The listeners called once are bound methods: an arrow called once per stream keeps no optimized
-    // code across full garbage collections, so V8 compiled it again after each one (bench/README.md).
-    exchange.onAbort(pipe.clientGone.bind(pipe));
-    body.on('data', (chunk: Buffer) => pipe.data(chunk));
-    body.on('end', pipe.end.bind(pipe));
-    body.on('error', pipe.error.bind(pipe));
+    answer.then((upstream) => {
+      try {
+        startPipe(exchange, upstream.body, typeof transform === 'function' ? transform(upstream) : transform, abort, channel, SSE_HEADERS, resolve, reject);
+      } catch (error) {
+        reject(error);
+      }
+    }, reject);
   });
+}
+
+function startPipe(exchange: Exchange, body: BodySource, transform: StreamTransform, abort: { abort(): void }, channel: PipedChannel,
+  headers: Headers, resolve: (outcome: PipeOutcome) => void, reject: (error: unknown) => void): void {
+  const pipe = new StreamPipe(exchange, body, transform, abort, channel, headers, resolve, reject);
+  // The data listener is an arrow: it runs for every event, and TurboFan inlines the pipe into it.
+  // The listeners called once are bound methods: an arrow called once per stream keeps no optimized
+  // code across full garbage collections, so V8 compiled it again after each one (bench/README.md).
+  exchange.onAbort(pipe.clientGone.bind(pipe));
+  body.on('data', (chunk: Buffer) => pipe.data(chunk));
+  body.on('end', pipe.end.bind(pipe));
+  body.on('error', pipe.error.bind(pipe));
 }
 
 /** One stream's state: an object with methods rather than closures (fewer objects kept per open stream). */
@@ -71,7 +95,7 @@ class StreamPipe implements TurnFlushable {
   flushQueued = false;
 
   constructor(private readonly exchange: Exchange, private readonly body: BodySource, private readonly transform: StreamTransform,
-    private readonly abort: { abort(): void }, private readonly channel: Pick<ChannelConfig, 'name' | 'keys' | 'base_url'>,
+    private readonly abort: { abort(): void }, private readonly channel: PipedChannel,
     private readonly headers: Headers, private readonly resolve: (outcome: PipeOutcome) => void, private readonly reject: (error: unknown) => void) {
     this.redactor = new StreamErrorRedactor(this);
   }
