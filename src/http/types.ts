@@ -8,7 +8,7 @@ export interface Exchange {
   readonly path: string;                 // decoded-free raw path, no query
   readonly query: URLSearchParams;
   readonly remoteAddress: string;
-  /** request header by lower-case name */
+  /** request header by lower-case name, for the handler's checks: not read once the answer has begun (the uWS front lets go of them then) */
   header(name: string): string | undefined;
   /** Body size limit; the router sets it synchronously, before the handler's first await. */
   bodyLimit: number;

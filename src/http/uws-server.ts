@@ -60,6 +60,7 @@ export function statusLine(status: number): string {
 }
 
 const NO_CHUNKS: Array<string | Buffer> = [];
+const NO_HEADERS: Headers = Object.freeze(Object.create(null) as Headers);
 
 /**
  * The exchange whose write() is in its cork: uWS calls the cork's callback before cork() returns,
@@ -92,7 +93,8 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
   readonly path: string;
   private readonly rawQuery: string | undefined;
   private parsedQuery: URLSearchParams | undefined;
-  private readonly headers: Headers;
+  /** the request's headers, let go of once a streamed answer begins (an open stream would hold them for its life) */
+  private headers: Headers;
   bodyLimit: number;
   private bodyPromise: Promise<Buffer> | null = null;
   private writableListener: (() => void) | null = null;
@@ -226,6 +228,7 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
     if (this.finished) return;
     this.status = status;
     this.pendingHead = { status, headers };
+    this.headers = NO_HEADERS;
   }
 
   private writeHead(): void {
