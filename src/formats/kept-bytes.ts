@@ -4,6 +4,9 @@
 // kept for the seconds a stream runs outlives young-generation collections, so the scavenger copies
 // and promotes it, while a buffer's bytes are never moved. Pure: no I/O.
 
+/** the top bit of a record's length word: its tag (records are far shorter than 2 GiB) */
+const TAG_BIT = 0x80000000;
+
 export class KeptBytes {
   private buffer: Buffer | null = null;
   /** bytes kept */
@@ -19,10 +22,13 @@ export class KeptBytes {
     this.length += end - start;
   }
 
-  /** Appends a record: the length of source[start, end) as 4 bytes (little-endian), then those bytes. */
-  appendRecord(source: Buffer, start: number, end: number): void {
+  /**
+   * Appends a record: the length of source[start, end) as 4 bytes (little-endian, its top bit the
+   * record's one-bit `tag`), then those bytes.
+   */
+  appendRecord(source: Buffer, start: number, end: number, tag = false): void {
     const buffer = this.room(4 + end - start);
-    buffer.writeUInt32LE(end - start, this.length);
+    buffer.writeUInt32LE(end - start + (tag ? TAG_BIT : 0), this.length);
     source.copy(buffer, this.length + 4, start, end);
     this.length += 4 + end - start;
   }
@@ -37,7 +43,12 @@ export class KeptBytes {
 
   /** The length of the record at `at`; its bytes follow its 4 length bytes. */
   recordLength(at: number): number {
-    return this.buffer!.readUInt32LE(at);
+    return this.buffer!.readUInt32LE(at) & ~TAG_BIT;
+  }
+
+  /** The tag the record at `at` was appended with. */
+  recordTag(at: number): boolean {
+    return (this.buffer!.readUInt32LE(at) & TAG_BIT) !== 0;
   }
 
   toString(encoding: BufferEncoding, start = 0, end = this.length): string {

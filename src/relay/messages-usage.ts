@@ -18,10 +18,19 @@ export type UsageSource = 'upstream' | 'estimated';
  * an open stream holds (as the OpenAI stream tail's DEFAULT_MAX_TEXT_BYTES does).
  */
 export const MAX_KEPT_DELTA_BYTES = 4 * 1024;
+/**
+ * The kept records' first buffer: the bound's worth of delta data as Anthropic sends it, each
+ * record without its data's head (DELTA_DATA_HEAD, about 40% of a text delta's data); other forms
+ * grow it.
+ */
+const KEPT_BUFFER_BYTES = (MAX_KEPT_DELTA_BYTES * 5) / 8;
 /** An unfinished event held past this many bytes: the rest of the stream goes through the SSE decoder. */
 const MAX_FRAMED_EVENT_BYTES = 64 * 1024;
 
 const DELTA_EVENT_LINE = Buffer.from('event: content_block_delta\ndata: ');
+/** how a delta event's data begins in the form Anthropic sends: kept without it, put back when counted */
+const DELTA_DATA_HEAD_TEXT = '{"type":"content_block_delta","index":';
+const DELTA_DATA_HEAD = Buffer.from(DELTA_DATA_HEAD_TEXT);
 const LINE_FEED = 10;
 const CARRIAGE_RETURN = 13;
 
@@ -85,7 +94,7 @@ export class MessagesStreamWatch {
    * and is not kept, so a record holds at least one byte besides its 4 of length and all of them
    * stay within five times the bound (plus the event that crosses it).
    */
-  private readonly kept = new KeptBytes(MAX_KEPT_DELTA_BYTES + MAX_KEPT_DELTA_BYTES / 8);
+  private readonly kept = new KeptBytes(KEPT_BUFFER_BYTES);
   /** bytes of delta event data kept (the records' lengths not counted) */
   private keptBytes = 0;
   /** the token count of `kept`, once it is full */
@@ -170,7 +179,9 @@ export class MessagesStreamWatch {
 
   /** A delta event's data read from the bytes, buffer[start, end): counted, and kept while under the bound. */
   private delivered(buffer: Buffer, start: number, end: number): void {
-    if (this.noteDelta(end - start)) this.kept.appendRecord(buffer, start, end);
+    if (!this.noteDelta(end - start)) return;
+    const headless = matchesAt(buffer, start, DELTA_DATA_HEAD);
+    this.kept.appendRecord(buffer, headless ? start + DELTA_DATA_HEAD.length : start, end, headless);
   }
 
   private observe(event: { event?: string; data: string }): void {
@@ -205,7 +216,8 @@ export class MessagesStreamWatch {
     let text = '';
     for (let at = 0; at < this.kept.length;) {
       const end = at + 4 + this.kept.recordLength(at);
-      const data = this.kept.toString('utf8', at + 4, end);
+      const kept = this.kept.toString('utf8', at + 4, end);
+      const data = this.kept.recordTag(at) ? DELTA_DATA_HEAD_TEXT + kept : kept;
       at = end;
       try {
         const delta = (JSON.parse(data) as { delta?: Json }).delta ?? {};
