@@ -54,10 +54,9 @@ export class CompletionTextSample {
     // the batch is full or the bound reached: what was copied and this output (not copied) are scanned
     this.extractPending();
     this.extractBatches(output.toString('latin1'));
-    this.kept.reset();
     this.extractedBytes = 0;
+    if (full) this.kept.clear(); else this.kept.reset();
     if (full || this.slicedParts) this.flattenText();
-    if (full) this.kept.clear();
   }
 
   /** The bound is reached: add() copies nothing more, it only counts (as skip() does). */

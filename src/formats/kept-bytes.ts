@@ -1,8 +1,9 @@
 // Bytes a stream watcher keeps for a later local count (the start of a completion, delta events'
 // data), copied into one buffer per stream, made at the size given when the first piece comes,
-// grown past it by a quarter at a time, and reused when emptied (reset). One buffer instead of a string per event: a string
-// kept for the seconds a stream runs outlives young-generation collections, so the scavenger copies
-// and promotes it, while a buffer's bytes are never moved. Pure: no I/O.
+// grown past it by a quarter at a time, and reused when emptied (reset). One buffer instead of a
+// string per event: a string kept for the seconds a stream runs outlives young-generation
+// collections, so the scavenger copies and promotes it, while a buffer's bytes are never moved.
+// Pure: no I/O.
 
 /** the top bit of a record's length word: its tag (records are far shorter than 2 GiB) */
 const TAG_BIT = 0x80000000;

@@ -19,7 +19,7 @@ import { HeldRequest } from './held-request';
 import { boundedUsage, cachedTokens, quotaBoundError } from './chat';
 import { OutputBudget } from './output-budget';
 import { withFailover, type Attempt } from './failover';
-import { pipeStream, type PipeOutcome, type StreamTransform } from './stream-pipe';
+import { pipeAnswer, type PipeOutcome, type StreamTransform } from './stream-pipe';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
@@ -180,7 +180,7 @@ export function relayEndpoint(call: EndpointCall): Promise<void> {
     }
 
     let rewriter: StreamRewriter | undefined;
-    return withFailover<PipeOutcome>(context, model, caller.key.group, capable, (attempt) => send(attempt).then((answer) => {
+    return withFailover<PipeOutcome>(context, model, caller.key.group, capable, (attempt) => pipeAnswer(exchange, send(attempt), () => {
       const current = streamRewriter!(get);
       rewriter = current;
       const errorEvent = (error: GatewayErrorShape) => current.errorEvent?.(error) ?? endpointErrorEvent!(error);
@@ -210,8 +210,8 @@ export function relayEndpoint(call: EndpointCall): Promise<void> {
         fail: errorEvent,
         cut: null,
       };
-      return pipeStream(exchange, answer.body, transform, scope.abort, attempt.channel);
-    }), scope.abort.signal).then(({ result: outcome }) => {
+      return transform;
+    }, scope.abort, attempt.channel), scope.abort.signal).then(({ result: outcome }) => {
       const current = rewriter!;
       const endReason = outcome.endReason !== 'completed' ? outcome.endReason
         : current.upstreamError ? 'upstream_error' : current.complete ? 'completed' : 'upstream_truncated';

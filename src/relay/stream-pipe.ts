@@ -30,7 +30,7 @@ export type EndReason = 'completed' | 'client_gone' | 'upstream_error' | 'quota_
 
 export interface PipeOutcome { endReason: EndReason; firstByteAt: number | null; error?: GatewayErrorShape }
 
-export const SSE_HEADERS: Headers = {
+const SSE_HEADERS: Headers = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache, no-transform',
   'x-accel-buffering': 'no',
@@ -39,8 +39,8 @@ export const SSE_HEADERS: Headers = {
 type PipedChannel = Pick<ChannelConfig, 'name' | 'keys' | 'base_url'>;
 
 export function pipeStream(exchange: Exchange, body: BodySource, transform: StreamTransform, abort: { abort(): void },
-  channel: PipedChannel, headers: Headers = SSE_HEADERS): Promise<PipeOutcome> {
-  return new Promise((resolve, reject) => startPipe(exchange, body, transform, abort, channel, headers, resolve, reject));
+  channel: PipedChannel): Promise<PipeOutcome> {
+  return new Promise((resolve, reject) => startPipe(exchange, body, transform, abort, channel, resolve, reject));
 }
 
 /**
@@ -53,7 +53,7 @@ export function pipeAnswer(exchange: Exchange, answer: Promise<UpstreamAnswer>,
   return new Promise((resolve, reject) => {
     answer.then((upstream) => {
       try {
-        startPipe(exchange, upstream.body, typeof transform === 'function' ? transform(upstream) : transform, abort, channel, SSE_HEADERS, resolve, reject);
+        startPipe(exchange, upstream.body, typeof transform === 'function' ? transform(upstream) : transform, abort, channel, resolve, reject);
       } catch (error) {
         reject(error);
       }
@@ -62,8 +62,8 @@ export function pipeAnswer(exchange: Exchange, answer: Promise<UpstreamAnswer>,
 }
 
 function startPipe(exchange: Exchange, body: BodySource, transform: StreamTransform, abort: { abort(): void }, channel: PipedChannel,
-  headers: Headers, resolve: (outcome: PipeOutcome) => void, reject: (error: unknown) => void): void {
-  const pipe = new StreamPipe(exchange, body, transform, abort, channel, headers, resolve, reject);
+  resolve: (outcome: PipeOutcome) => void, reject: (error: unknown) => void): void {
+  const pipe = new StreamPipe(exchange, body, transform, abort, channel, resolve, reject);
   // The data listener is an arrow: it runs for every event, and TurboFan inlines the pipe into it.
   // The listeners called once are bound methods: an arrow called once per stream keeps no optimized
   // code across full garbage collections, so V8 compiled it again after each one (bench/README.md).
@@ -96,7 +96,7 @@ class StreamPipe implements TurnFlushable {
 
   constructor(private readonly exchange: Exchange, private readonly body: BodySource, private readonly transform: StreamTransform,
     private readonly abort: { abort(): void }, private readonly channel: PipedChannel,
-    private readonly headers: Headers, private readonly resolve: (outcome: PipeOutcome) => void, private readonly reject: (error: unknown) => void) {
+    private readonly resolve: (outcome: PipeOutcome) => void, private readonly reject: (error: unknown) => void) {
     this.redactor = new StreamErrorRedactor(this);
   }
 
@@ -172,7 +172,7 @@ class StreamPipe implements TurnFlushable {
   }
 
   private begin(): void {
-    if (!this.started) { this.started = true; this.firstByteAt = Date.now(); this.exchange.startStream(200, this.headers); }
+    if (!this.started) { this.started = true; this.firstByteAt = Date.now(); this.exchange.startStream(200, SSE_HEADERS); }
   }
 
   private endWith(tail: Buffer | string): void {

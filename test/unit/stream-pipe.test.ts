@@ -1,4 +1,4 @@
-// pipeStream (src/relay/stream-pipe.ts) against a scripted client: a slow client pauses the upstream
+// pipeStream and pipeAnswer (src/relay/stream-pipe.ts) against a scripted client: a slow client pauses the upstream
 // body (bounded memory), a client that leaves aborts it, upstream failures before and after the
 // first byte.
 import { test } from 'node:test';
@@ -7,7 +7,8 @@ import { PassThrough } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { GatewayErrorShape } from '../../src/errors';
 import type { Exchange } from '../../src/http';
-import { pipeStream, type StreamTransform } from '../../src/relay/stream-pipe';
+import { pipeAnswer, pipeStream, type StreamTransform } from '../../src/relay/stream-pipe';
+import type { UpstreamAnswer } from '../../src/providers/types';
 
 /** A client whose socket buffer takes `capacity` writes before write() returns false. */
 class ScriptedClient {
@@ -175,4 +176,23 @@ test('streams with events in one turn each get one write at its end; a client th
   assert.equal(upstreamAborted, true);
   firstBody.emit('end');
   assert.equal((await firstOutcome).endReason, 'completed');
+});
+
+test('pipeAnswer: the transform made from the answer once it comes; an answer that fails rejects with nothing sent', async () => {
+  const client = new ScriptedClient();
+  const upstream = new PassThrough();
+  let madeFrom: unknown;
+  const outcome = pipeAnswer(client.asExchange(), Promise.resolve({ body: upstream } as unknown as UpstreamAnswer),
+    (answer) => { madeFrom = answer.body; return passThroughTransform; }, { abort: () => {} }, TEST_CHANNEL);
+  await nextTurn();
+  assert.equal(madeFrom, upstream);
+  upstream.end('data: 1\n\n');
+  const result = await outcome;
+  assert.equal(result.endReason, 'completed');
+  assert.equal(client.received.join(''), 'data: 1\n\ndata: [DONE]\n\n');
+
+  const refused = new ScriptedClient();
+  const failure = Object.assign(new Error('connect refused'), { status: 502 });
+  await assert.rejects(pipeAnswer(refused.asExchange(), Promise.reject(failure), passThroughTransform, { abort: () => {} }, TEST_CHANNEL), failure);
+  assert.equal(refused.status, 0, 'nothing was sent: the caller may fail over');
 });
