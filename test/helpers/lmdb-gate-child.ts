@@ -1,7 +1,7 @@
-// A process for the open-gate tests (test/unit/lmdb-open-gate.test.ts), in one of three roles:
+// A process for the open-gate tests (test/unit/lmdb-open-gate.test.ts), in one of these roles:
 //   holder DATA_DIR: opens the store as a serving process (the gate's holder), says "ready", and
 //     keeps it open until its stdin ends; polling-holder: the same, polling for requests instead of
-//     watching the gate dir's change events;
+//     watching the gate dir's change events; member: the same, not serving (a member of the gate only);
 //   writer DATA_DIR COUNT: opens the store, says "open", waits for "go" on stdin, creates COUNT keys
 //     for account 1, 25 at a time, and prints their ids as a JSON array;
 //   opener DATA_DIR: opens the store and closes it again, as a CLI command does.
@@ -21,8 +21,8 @@ function stdinLine(): Promise<void> {
 async function main(): Promise<void> {
   const [role, dataDir, countText] = process.argv.slice(2);
   if (role === 'opener') { await LmdbStore.open(dataDir).close(); return; }
-  if (role === 'holder' || role === 'polling-holder') {
-    const store = LmdbStore.open(dataDir, { serves: true, gateChangeEvents: role === 'holder' });
+  if (role === 'holder' || role === 'polling-holder' || role === 'member') {
+    const store = LmdbStore.open(dataDir, { serves: role !== 'member', gateChangeEvents: role !== 'polling-holder' });
     process.stderr.write('ready\n');
     await new Promise((resolve) => { process.stdin.on('end', resolve); process.stdin.resume(); });
     await store.close();

@@ -1,6 +1,7 @@
 // The LMDB open gate (src/store/lmdb/open-gate.ts, docs/lmdb.md): while a process opens the data
-// dir's envs, the serving process holds their write lock, so no commit of another process falls in
-// the open's racy window and is lost. Real processes on a real data dir.
+// dir's envs, a process that has them open (the serving one if there is one) holds their write lock,
+// so no commit of another process falls in the open's racy window and is lost; one process at a time
+// opens (the open lock). Real processes on a real data dir.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync, existsSync } from 'node:fs';
@@ -8,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { LmdbStore } from '../../src/store/lmdb';
-import { HOLD_AT_MOST_MS } from '../../src/store/lmdb/open-gate';
+import { HOLD_AT_MOST_MS, processAlive } from '../../src/store/lmdb/open-gate';
 
 const CHILD = join(__dirname, '..', 'helpers', 'lmdb-gate-child.js');
 const dirs: string[] = [];
@@ -17,6 +18,14 @@ after(() => {
   for (const child of children) child.kill('SIGKILL');
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(condition: () => boolean, ms: number): Promise<boolean> {
+  const by = Date.now() + ms;
+  while (!condition() && Date.now() < by) await sleep(5);
+  return condition();
+}
 
 function dataDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-open-gate-'));
@@ -88,7 +97,8 @@ for (const holderRole of ['holder', 'polling-holder']) {
     const openedIn = Date.now() - startedAt;
     await store.close();
     assert.ok(openedIn < HOLD_AT_MOST_MS, `opened in ${openedIn} ms`);
-    const leftovers = () => readdirSync(gate).filter((name) => name !== 'holder');
+    // the holder's own marks stay while it runs (its pid, its membership)
+    const leftovers = () => readdirSync(gate).filter((name) => name !== 'holder' && !name.startsWith(`member-${holder.process.pid}-`));
     const cleanBy = Date.now() + 5_000;
     while (leftovers().length > 0 && Date.now() < cleanBy) await new Promise((resolve) => setTimeout(resolve, 20));
     assert.deepEqual(leftovers(), [], 'the gate is left clean');
@@ -115,4 +125,56 @@ test('processes opening and closing the store while another creates keys: no com
   assert.equal(new Set(created).size, created.length, `${created.length - new Set(created).size} ids handed out twice`);
   holder.process.stdin!.end();
   await holder.stdout;
+});
+
+test('with no holder, a process whose store is open holds for an opener that asks it: a commit of another process waits', async () => {
+  const dir = dataDir();
+  await LmdbStore.open(dir).close();
+  const member = child('member', dir);
+  await member.said('ready');
+  const writer = child('writer', dir, '25');
+  await writer.said('open');
+  const gate = join(dir, 'open-gate');
+  assert.ok(readdirSync(gate).some((name) => name.startsWith(`member-${member.process.pid}-`)), 'the member is known to the gate');
+  assert.ok(!existsSync(join(gate, 'holder')));
+
+  // a request addressed to the member, made by hand: it takes the main env's write lock and says so
+  const id = `${process.pid}-${Date.now()}-1`;
+  writeFileSync(join(gate, `${id}.request`), `tollgate.lmdb\n${member.process.pid}`);
+  assert.ok(await until(() => existsSync(join(gate, `${id}.held`)), 10_000), 'the member answered the request');
+  let written = false;
+  void writer.stdout.then(() => { written = true; }, () => undefined);
+  writer.process.stdin!.end('go\n');
+  await sleep(600);
+  assert.equal(written, false, 'the writer\'s commits wait while the lock is held');
+  writeFileSync(join(gate, `${id}.opened`), '');
+  assert.equal((JSON.parse(await writer.stdout) as number[]).length, 25);
+  assert.ok(!readdirSync(gate).some((name) => name.startsWith(`member-${writer.process.pid}-`)), 'a closed store leaves the gate');
+  member.process.stdin!.end();
+  await member.stdout;
+  assert.deepEqual(readdirSync(gate), [], 'the gate is left clean');
+});
+
+test('an opener waits while another live process holds the open lock, and takes over a lock whose owner is gone', async () => {
+  const dir = dataDir();
+  await LmdbStore.open(dir).close();
+  const lock = join(dir, 'open-gate', 'open.lock');
+  const owner = spawn(process.execPath, ['-e', 'setTimeout(() => undefined, 60_000)'], { stdio: 'ignore' });
+  children.push(owner);
+  writeFileSync(lock, `${owner.pid}-1`);
+  let opened = false;
+  const opener = child('opener', dir);
+  void opener.stdout.then(() => { opened = true; }, () => undefined);
+  await sleep(800);
+  assert.equal(opened, false, 'the opener waits for the lock');
+  rmSync(lock);
+  await opener.stdout;
+
+  owner.kill('SIGKILL');
+  assert.ok(await until(() => !processAlive(owner.pid!), 5_000));
+  writeFileSync(lock, `${owner.pid}-1`);
+  const startedAt = Date.now();
+  await child('opener', dir).stdout;
+  assert.ok(Date.now() - startedAt < HOLD_AT_MOST_MS, 'a gone owner\'s lock is taken over at once');
+  assert.ok(!existsSync(lock), 'and let go after the open');
 });

@@ -1,6 +1,8 @@
 // How the LMDB store encodes its records: self-describing msgpack, never a new shared structure
 // (saving one is a nested write from inside the encoder that lost commits with several writer
 // processes), while records an older data dir wrote with shared structures still read.
+// And writer processes sharing one data dir never hand out an id twice nor lose a key, also while
+// they open the store among each other's commits with no process serving the data dir.
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -74,4 +76,22 @@ test('three processes creating keys at once hand out distinct ids and lose none'
   assert.equal(ids.length, 450);
   assert.equal(new Set(ids).size, 450, 'no id was handed out twice');
   assert.equal(temp.store.keys.list(accountId, 0, 10).total, 451);
+});
+
+// Bounded in count: 3,000 commits, 150 opens. Many of the opens fall among another process's
+// commits; an open that no process holds the write lock for can make the next write transaction
+// overwrite the last commit (open-gate.ts).
+const REOPENING_WRITERS = 3;
+const REOPENING_KEYS = 1000;
+const REOPENING_OPENS = 50;
+test('processes creating keys one at a time while they open and close the store again and again, nothing serving the data dir: every id once, none lost', async () => {
+  const { accountId } = await accountWithKey('reopening');
+  const writers = Array.from({ length: REOPENING_WRITERS }, () => run(process.execPath,
+    [STORE_WRITER, temp.dataDir, String(accountId), String(REOPENING_KEYS), String(REOPENING_OPENS)], { timeout: 60_000 }));
+  const lists = (await Promise.all(writers)).map((result) => JSON.parse(result.stdout) as number[]);
+  const ids = lists.flat();
+  assert.equal(ids.length, REOPENING_WRITERS * REOPENING_KEYS);
+  assert.equal(new Set(ids).size, ids.length, `${ids.length - new Set(ids).size} ids handed out twice`);
+  for (const list of lists) assert.ok(list.every((id, index) => index === 0 || id > list[index - 1]), 'a writer\'s ids only grow');
+  assert.equal(temp.store.keys.list(accountId, 0, 10).total, ids.length + 1, 'every key is kept');
 });

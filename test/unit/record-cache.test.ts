@@ -1,9 +1,10 @@
 // The hot-path lookups (key by digest, its account) keep decoded records but check the stored bytes
 // on every read: a change made by another process is seen by the very next lookup.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { promisify } from 'node:util';
 import { apiKeyDigest, generateApiKey, loadMasterKey, maskKey, seal } from '../../src/auth/secrets';
 import { KEY_DEFAULTS } from '../../src/formats/token-fields';
 import { useTempStore } from '../helpers/temp-store';
@@ -12,17 +13,21 @@ const STORE_MODULE = join(__dirname, '..', '..', 'src', 'store', 'lmdb');
 
 const temp = useTempStore('tollgate-record-cache-');
 
+const run = promisify(execFile);
+
 /**
  * Runs `body` (with `store` open on the same data dir) in another process, then waits a few ms:
  * lmdb renews this process's read snapshot on a timer, so a read right after a foreign commit in
- * the same turn still sees the snapshot it started with (with or without the cache).
+ * the same turn still sees the snapshot it started with (with or without the cache). Run without
+ * blocking: this process answers the open gate for the other one's open (open-gate.ts).
  */
 async function inOtherProcess(body: string): Promise<void> {
-  execFileSync(process.execPath, ['-e', `
+  const { stderr } = await run(process.execPath, ['-e', `
     const { LmdbStore: Store } = require(${JSON.stringify(STORE_MODULE)});
     (async () => { const store = Store.open(${JSON.stringify(temp.dataDir)}); ${body}; await store.close(); })()
       .catch((error) => { console.error(error); process.exit(1); });
-  `], { stdio: ['ignore', 'ignore', 'inherit'] });
+  `]);
+  if (stderr) process.stderr.write(stderr);
   await new Promise((resolve) => setTimeout(resolve, 5));
 }
 

@@ -3,7 +3,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { makePrivate } from '../data-dir';
-import { GatedOpener } from './open-gate';
+import type { GatedOpener } from './open-gate';
 import { open, type Database, type RootDatabase } from 'lmdb';
 
 export const SCHEMA_VERSION = 1;
@@ -45,18 +45,15 @@ const RECORD_ENCODING: Record<string, unknown> = {
   encoding: 'msgpack', sharedStructuresKey: STRUCTURES, shouldShareStructure: (): boolean => false,
 };
 
-export function openDatabases(dataDir: string): Databases {
+/**
+ * Opens the data dir's envs, each while no other process commits to it: through `gate`, which the
+ * caller made (it holds the gate's open lock) and closes once this process is a member of the gate
+ * (open-gate.ts).
+ */
+export function openDatabases(dataDir: string, gate: GatedOpener): Databases {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  // each env opened while no other process commits to it (open-gate.ts)
-  const gate = new GatedOpener(dataDir);
-  let root: RootDatabase;
-  let ephemeralRoot: RootDatabase;
-  try {
-    root = gate.open(MAIN_ENV, () => open({ path: join(dataDir, MAIN_ENV), maxDbs: 16, compression: false, mapSize: 2 * 1024 ** 3 }));
-    ephemeralRoot = gate.open(EPHEMERAL_ENV, () => open({ path: join(dataDir, EPHEMERAL_ENV), noSync: true, maxDbs: 2, compression: false }));
-  } finally {
-    gate.close();
-  }
+  const root = gate.open(MAIN_ENV, () => open({ path: join(dataDir, MAIN_ENV), maxDbs: 16, compression: false, mapSize: 2 * 1024 ** 3 }));
+  const ephemeralRoot = gate.open(EPHEMERAL_ENV, () => open({ path: join(dataDir, EPHEMERAL_ENV), noSync: true, maxDbs: 2, compression: false }));
   const sub = <V, K extends import('lmdb').Key>(name: string, options: Record<string, unknown> = {}) =>
     root.openDB<V, K>({ name, ...RECORD_ENCODING, ...options });
   for (const file of ['tollgate.lmdb', 'tollgate.lmdb-lock', 'ephemeral.lmdb', 'ephemeral.lmdb-lock']) makePrivate(join(dataDir, file));

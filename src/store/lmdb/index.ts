@@ -10,7 +10,7 @@ import { LmdbTasks } from './tasks';
 import { LedgerWriter } from './ledger-writer';
 import { LmdbAdmin } from './admin';
 import { LmdbAudit } from './audit';
-import { OpenGate } from './open-gate';
+import { GatedOpener, OpenGate } from './open-gate';
 import type { SealedValue } from '../../auth/secrets';
 import type { BatchCommitter, BatchCommitterHooks, Store } from '../types';
 
@@ -42,18 +42,23 @@ export class LmdbStore implements Store {
   private gate: OpenGate | undefined;
 
   /**
-   * `serves`: this process serves the data dir for as long as the store is open (a supervisor, a
-   * gateway started alone), so it holds the open gate for the processes that open it meanwhile.
-   * `gateChangeEvents: false` makes the holder poll for requests instead of watching for them (tests).
+   * Every process whose store is open answers the open gate for the processes that open the envs
+   * meanwhile (open-gate.ts). `serves`: this process serves the data dir for as long as the store is
+   * open (a supervisor, a gateway started alone): it is the gate's holder, whom openers ask first.
+   * `gateChangeEvents: false` makes it poll for requests instead of watching for them (tests).
    */
   static open(dataDir: string, options: { serves?: boolean; gateChangeEvents?: boolean } = {}): LmdbStore {
-    const store = new LmdbStore(openDatabases(dataDir), dataDir);
-    if (options.serves) {
+    // the gate's open lock is held from before the envs open until this process answers the gate
+    const opener = new GatedOpener(dataDir);
+    try {
+      const store = new LmdbStore(openDatabases(dataDir, opener), dataDir);
       const { root, ephemeralRoot } = store.databases;
-      store.gate = OpenGate.hold(dataDir, (envFile, body) => (envFile === EPHEMERAL_ENV ? ephemeralRoot : root).transactionSync(body),
-        { watchChanges: options.gateChangeEvents });
+      store.gate = OpenGate.join(dataDir, (envFile, body) => (envFile === EPHEMERAL_ENV ? ephemeralRoot : root).transactionSync(body),
+        { serves: options.serves, watchChanges: options.gateChangeEvents });
+      return store;
+    } finally {
+      opener.close();
     }
-    return store;
   }
 
   secretCheck(): SealedValue | undefined {
@@ -85,8 +90,12 @@ export class LmdbStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.gate?.stop();
-    await this.databases.root.close();
-    await this.databases.ephemeralRoot.close();
+    const closeEnvs = async (): Promise<void> => {
+      await this.databases.root.close();
+      await this.databases.ephemeralRoot.close();
+    };
+    // no process opens the envs while this one closes them, nor counts on it to hold for its open
+    if (this.gate) await this.gate.leave(closeEnvs);
+    else await closeEnvs();
   }
 }
