@@ -157,6 +157,10 @@ export async function runMicro(options: { timeMs?: number } = {}): Promise<Row[]
       sink += tail.push(burst)?.length ?? 0;
       sink += tail.finish().tail.length;
     });
+    bench.add(`upstream error redaction check, burst (the same ${events.length} events in one push)`, () => {
+      const redactor = new StreamErrorRedactor({ secrets: () => [] });
+      sink += redactor.push(burst)?.length ?? 0;
+    });
     bench.add('dialect translation: toAnthropicRequest (fixture request)', () => {
       sink += toAnthropicRequest(openAIRequest, { model: 'claude-sonnet-4-5', defaultMaxTokens: 4096 }).value.messages.length;
     });

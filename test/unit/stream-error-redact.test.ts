@@ -55,3 +55,25 @@ test('an event that never ends is not held past MAX_EVENT_BYTES', () => {
   const out = redactor.push(Buffer.alloc(MAX_EVENT_BYTES, 'b'));
   assert.equal(out?.length, MAX_EVENT_BYTES + 1000);
 });
+
+test('an output is looked at exactly when it holds "error", at any place, in short outputs and long ones', () => {
+  const redactor = new StreamErrorRedactor({ secrets: () => secrets });
+  // near misses share its letters; "errror" and "eror" hold no "error"
+  const pieces = ['error', 'errror', 'eror', 'erro', 'rror', 'rr', 'r', 'e', 'o', 'terror', 'x'];
+  let seed = 7;
+  const next = (bound: number) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % bound; };
+  for (const length of [40, 300, 511, 512, 2_000, 6_000]) {
+    for (let trial = 0; trial < 60; trial += 1) {
+      let body = '';
+      while (body.length < length) body += next(4) === 0 ? pieces[next(pieces.length)] : 'abcdefghijklmnopqrstuvwxyz '[next(27)];
+      const event = Buffer.from(`data: ${body}\n\n`);
+      const out = redactor.push(event);
+      const holds = event.includes('error');
+      assert.equal(out !== event, holds, `${length} bytes, "error" ${holds ? 'held' : 'not held'}: ${body.slice(0, 80)}`);
+    }
+  }
+  for (const event of ['error\n\n', 'data: x\n\nerror\n\n', `${'a'.repeat(600)}error\n\n`, `error${'a'.repeat(600)}\n\n`]) {
+    const bytes = Buffer.from(event);
+    assert.notEqual(redactor.push(bytes), bytes, JSON.stringify(event.slice(0, 20)));
+  }
+});
