@@ -4,10 +4,10 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { after, before, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../../src/config';
 import { openStore, type Store } from '../../src/store';
-import { call, startSupervisor, type SupervisedGateway } from '../helpers/gateway';
+import { call, FRONTS, startSupervisor, type SupervisedGateway } from '../helpers/gateway';
 import { assertMoneyInvariants, moneySnapshot, type MoneySnapshot } from '../helpers/money';
 import { createKey } from '../integration/chat-harness';
 
@@ -16,6 +16,13 @@ const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 3000);
 const CONCURRENCY = 8;
 const TIME_BUDGET_MS = 75_000;
 const MAX_WORKER_RSS_MB = 700;
+/**
+ * How long a shot waits for the first byte of an answer. uSockets holds some malformed heads (control
+ * characters in a header value, a bare LF) unanswered until its 10 s timeout, in C++ where the
+ * gateway cannot answer them (docs/http-front.md); on that front such a shot counts as unanswered
+ * after 2 s, so the rest of the fuzz fits its time budget.
+ */
+const SILENT_MS: Record<string, number> = { uws: 2_000, node: 15_000 };
 
 /** mulberry32: a small seeded generator, so a failing run can be replayed with its seed. */
 function generator(seed: number): () => number {
@@ -86,14 +93,18 @@ function shots(random: () => number, key: string, adminToken: string): Shot[] {
   return list;
 }
 
-/** Sends one raw request; resolves with the status of the answer (0: none) once the server closes or 15 s pass. */
-function shoot(port: number, shot: Shot): Promise<number> {
+/**
+ * Sends one raw request; resolves with the status of the answer (0: none) once the server closes,
+ * 15 s pass, or `silentMs` pass with nothing received.
+ */
+function shoot(port: number, shot: Shot, silentMs: number): Promise<number> {
   return new Promise((resolve) => {
     const socket = connect({ host: '127.0.0.1', port });
     let received = '';
-    const done = () => { clearTimeout(timer); socket.destroy(); const match = /^HTTP\/1\.1 (\d{3})/.exec(received); resolve(match ? Number(match[1]) : 0); };
+    const done = () => { clearTimeout(timer); clearTimeout(silence); socket.destroy(); const match = /^HTTP\/1\.1 (\d{3})/.exec(received); resolve(match ? Number(match[1]) : 0); };
     const timer = setTimeout(done, 15_000);
-    socket.on('data', (chunk: Buffer) => { received += chunk.toString('latin1'); });
+    const silence = setTimeout(done, silentMs);
+    socket.on('data', (chunk: Buffer) => { clearTimeout(silence); received += chunk.toString('latin1'); });
     socket.on('error', done);
     socket.on('close', done);
     socket.on('connect', () => {
@@ -108,51 +119,53 @@ function rssMb(pid: number): number {
   return Number(/(\d+)/.exec(line ?? '')?.[1] ?? 0) / 1024;
 }
 
-let gateway: SupervisedGateway;
-let store: Store;
-let before0: MoneySnapshot;
-let key: string;
+for (const front of FRONTS) describe(`seeded fuzz on the ${front} front`, () => {
+  let gateway: SupervisedGateway;
+  let store: Store;
+  let before0: MoneySnapshot;
+  let key: string;
 
-before(async () => {
-  gateway = await startSupervisor({ workers: 2 });
-  store = await openStore(loadConfig({ env: { TOLLGATE_DATA_DIR: gateway.dataDir } }));
-  await store.accounts.topUp(1, 50_000_000);
-  key = (await createKey(gateway.url, gateway.adminToken(), { remain_quota: 2_000_000 })).key;
-  before0 = await moneySnapshot(store);
-});
-after(async () => { await store?.close(); await gateway?.stop(); });
+  before(async () => {
+    gateway = await startSupervisor({ workers: 2, env: { TOLLGATE_FRONT: front } });
+    store = await openStore(loadConfig({ env: { TOLLGATE_DATA_DIR: gateway.dataDir } }));
+    await store.accounts.topUp(1, 50_000_000);
+    key = (await createKey(gateway.url, gateway.adminToken(), { remain_quota: 2_000_000 })).key;
+    before0 = await moneySnapshot(store);
+  });
+  after(async () => { await store?.close(); await gateway?.stop(); });
 
-test(`seeded fuzz: ${REQUESTS} malformed requests over every route (seed ${SEED}); no 5xx, no worker restart, bounded RSS, exact money`, { timeout: 170_000 }, async () => {
-  const list = shots(generator(SEED), key, gateway.adminToken());
-  const started = Date.now();
-  const statuses = new Map<number, number>();
-  const serverErrors: string[] = [];
-  let next = 0;
-  let sent = 0;
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (next < list.length && Date.now() - started < TIME_BUDGET_MS) {
-      const shot = list[next++];
-      const status = await shoot(gateway.port, shot);
-      sent += 1;
-      statuses.set(status, (statuses.get(status) ?? 0) + 1);
-      if (status >= 500) serverErrors.push(`${status} ${shot.label}`);
+  test(`seeded fuzz: ${REQUESTS} malformed requests over every route (seed ${SEED}); no 5xx, no worker restart, bounded RSS, exact money`, { timeout: 170_000 }, async () => {
+    const list = shots(generator(SEED), key, gateway.adminToken());
+    const started = Date.now();
+    const statuses = new Map<number, number>();
+    const serverErrors: string[] = [];
+    let next = 0;
+    let sent = 0;
+    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+      while (next < list.length && Date.now() - started < TIME_BUDGET_MS) {
+        const shot = list[next++];
+        const status = await shoot(gateway.port, shot, SILENT_MS[front]);
+        sent += 1;
+        statuses.set(status, (statuses.get(status) ?? 0) + 1);
+        if (status >= 500) serverErrors.push(`${status} ${shot.label}`);
+      }
+    }));
+    const summary = JSON.stringify(Object.fromEntries(statuses));
+    console.log(`fuzz seed ${SEED}, ${front} front: ${sent} requests in ${Date.now() - started} ms; statuses ${summary}`);
+    assert.ok(sent >= Math.min(REQUESTS, 500), `only ${sent} requests within the time budget`);
+    assert.deepEqual(serverErrors.slice(0, 20), [], `5xx answers (seed ${SEED})`);
+    assert.doesNotMatch(gateway.output(), /worker exited/, 'a worker was restarted');
+    const health = await call(gateway.url, 'GET', '/healthz');
+    assert.equal(health.status, 200);
+    const workerPids = new Set<number>();
+    for (let probe = 0; probe < 40 && workerPids.size < 2; probe += 1) {
+      const pid = (await call(gateway.url, 'GET', '/healthz')).json?.pid;
+      if (typeof pid === 'number') workerPids.add(pid);
     }
-  }));
-  const summary = JSON.stringify(Object.fromEntries(statuses));
-  console.log(`fuzz seed ${SEED}: ${sent} requests in ${Date.now() - started} ms; statuses ${summary}`);
-  assert.ok(sent >= Math.min(REQUESTS, 500), `only ${sent} requests within the time budget`);
-  assert.deepEqual(serverErrors.slice(0, 20), [], `5xx answers (seed ${SEED})`);
-  assert.doesNotMatch(gateway.output(), /worker exited/, 'a worker was restarted');
-  const health = await call(gateway.url, 'GET', '/healthz');
-  assert.equal(health.status, 200);
-  const workerPids = new Set<number>();
-  for (let probe = 0; probe < 40 && workerPids.size < 2; probe += 1) {
-    const pid = (await call(gateway.url, 'GET', '/healthz')).json?.pid;
-    if (typeof pid === 'number') workerPids.add(pid);
-  }
-  for (const pid of workerPids) assert.ok(rssMb(pid) < MAX_WORKER_RSS_MB, `worker ${pid} RSS ${rssMb(pid).toFixed(0)} MB`);
-  // the batches of both workers are committed by the time they have drained
-  await gateway.stop();
-  const charged = await assertMoneyInvariants(store, before0, `fuzz seed ${SEED}`);
-  console.log(`fuzz seed ${SEED}: charged ${charged} quota; money invariants hold (deltas 0)`);
+    for (const pid of workerPids) assert.ok(rssMb(pid) < MAX_WORKER_RSS_MB, `worker ${pid} RSS ${rssMb(pid).toFixed(0)} MB`);
+    // the batches of both workers are committed by the time they have drained
+    await gateway.stop();
+    const charged = await assertMoneyInvariants(store, before0, `fuzz seed ${SEED}`);
+    console.log(`fuzz seed ${SEED}: charged ${charged} quota; money invariants hold (deltas 0)`);
+  });
 });
