@@ -113,12 +113,24 @@ export class Ledger {
     this.idleTimer.unref();
   }
 
+  /**
+   * The worker's lease of `epoch` on a key or account, or of a newer epoch when it holds one. A newer
+   * epoch (the owner changed the cap) starts a new lease: the store dropped the old slice with the
+   * change, so it can no longer be drawn on. An older one comes from a record read before the change
+   * (a call whose body was still arriving): the call draws on the lease of the cap in force, and the
+   * lease is not replaced, which would leave its slice held in the store with nothing to return it.
+   */
   private lease(map: Map<number, Lease>, id: number, epoch: number, now = Date.now()): Lease {
     let lease = map.get(id);
-    // A new epoch (the owner changed the cap): the old slice can no longer be drawn on.
-    if (!lease || lease.epoch !== epoch) { lease = new Lease(epoch); map.set(id, lease); }
+    if (!lease || lease.epoch < epoch) { lease = new Lease(epoch); map.set(id, lease); }
     lease.lastUsed = now;
     return lease;
+  }
+
+  /** Adds a grant to the lease of its epoch; a grant of an epoch older than the lease's was dropped by the store with the cap change. */
+  private credit(map: Map<number, Lease>, id: number, grant: { amount: number; epoch: number }): void {
+    const lease = this.lease(map, id, grant.epoch);
+    if (lease.epoch === grant.epoch) lease.granted += grant.amount;
   }
 
   /**
@@ -239,8 +251,8 @@ export class Ledger {
         throw new GatewayError({ status: 401, type: 'invalid_request_error', code: 'invalid_api_key', message: 'Invalid token.' });
       }
       this.options.observer?.leaseGrant();
-      if (grant.key) this.lease(this.keyLeases, key.id, grant.key.epoch).granted += grant.key.amount;
-      this.lease(this.accountLeases, account.id, grant.account.epoch).granted += grant.account.amount;
+      if (grant.key) this.credit(this.keyLeases, key.id, grant.key);
+      this.credit(this.accountLeases, account.id, grant.account);
     }).finally(() => this.growing.delete(flight));
     this.growing.set(flight, growth);
     return growth;

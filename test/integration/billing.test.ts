@@ -2,6 +2,7 @@
 // prices and the mock's deterministic token counts; key used_quota / remain_quota, the account
 // balance and the usage record agree; used_quota equals the sum of the usage records.
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { call, STORE_SETUPS, stopClusterEngines } from '../helpers/gateway';
@@ -184,5 +185,52 @@ for (const { front, backend, label, skip } of STORE_SETUPS) describe(`billing of
     // raising it again revives the key at once
     await call(setup.url, 'PUT', '/api/token/', { token: admin(), body: { ...object, remain_quota: 5_000_000 } });
     await sdk.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: TEXT }] });
+  });
+
+  test('a cap changed while a call\'s body was still arriving: the call is served from the new cap, and no quota stays stranded in a lease', async () => {
+    const key = await createKey(setup.url, admin(), { name: 'cap-changed-mid-body', remain_quota: 100_000 });
+    const small = { model: 'mock-chat', max_tokens: 20, messages: [{ role: 'user', content: TEXT }] };
+    const perCall = expectedUsageQuota(CHAT_PRICE, mockPromptTokens([TEXT]), MOCK_PIECES);
+    // the key is read when the headers arrive; the rest of the body comes once the cap has changed
+    const bytes = Buffer.from(JSON.stringify(small));
+    const url = new URL('/v1/chat/completions', setup.url);
+    let sent!: () => void;
+    let slowBody = () => {};
+    const headersSent = new Promise<void>((resolve) => { sent = resolve; });
+    const slow = new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const request = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': String(bytes.length), authorization: `Bearer ${key.key}` } }, (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (piece: string) => { text += piece; });
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, text }));
+      });
+      request.on('error', reject);
+      request.write(bytes.subarray(0, 10), () => sent());
+      slowBody = () => request.end(bytes.subarray(10));
+    });
+    await headersSent;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const object = await keyObject(setup.url, admin(), key.id);
+    delete object.key;
+    const updated = await call(setup.url, 'PUT', '/api/token/', { token: admin(), body: { ...object, remain_quota: 90_000 } });
+    assert.equal(updated.json.success, true, updated.text);
+    // a call on the new cap: the worker takes a lease under it
+    const before = await postChat(setup.url, key.key, small);
+    assert.equal(before.status, 200, before.text);
+    slowBody();
+    const answer = await slow;
+    assert.equal(answer.status, 200, `the call whose body came late is served: ${answer.text}`);
+    await flushCharges(setup);
+    // nearly all of what remains, in one call: refused only if quota were held by nobody's calls
+    const remain = 90_000 - 2 * perCall;
+    assert.equal((await keyObject(setup.url, admin(), key.id)).remain_quota, remain);
+    const maxTokens = Math.floor((remain * 0.9) / 0.3);
+    const big = await postChat(setup.url, key.key, { ...small, max_tokens: maxTokens });
+    assert.equal(big.status, 200, `a call within the key's remain_quota ${remain} is served: ${big.text}`);
+    await flushCharges(setup);
+    // with no call in flight, what the worker gives back of its unused leases is all the key has leased
+    await setup.gateway.gateway.context.ledger.returnUnused(key.id, 1);
+    assert.equal((await store().keys.byId(key.id))!.leased, 0, 'no quota of the key stays leased');
   });
 });
