@@ -187,29 +187,35 @@ for (const { front, backend, label, skip } of STORE_SETUPS) describe(`billing of
     await sdk.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: TEXT }] });
   });
 
+  /** A chat call whose headers go now and the rest of its body when `finish` is called (the key is read when the headers arrive). */
+  async function slowBodyChat(key: string, body: unknown): Promise<{ finish(): Promise<{ status: number; text: string; json: any }> }> {
+    const bytes = Buffer.from(JSON.stringify(body));
+    const url = new URL('/v1/chat/completions', setup.url);
+    const request = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': String(bytes.length), authorization: `Bearer ${key}` } });
+    const answer = new Promise<{ status: number; text: string; json: any }>((resolve, reject) => {
+      request.on('response', (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (piece: string) => { text += piece; });
+        response.on('end', () => {
+          let json: unknown;
+          try { json = JSON.parse(text); } catch { json = undefined; }
+          resolve({ status: response.statusCode ?? 0, text, json });
+        });
+      });
+      request.on('error', reject);
+    });
+    await new Promise<void>((resolve) => request.write(bytes.subarray(0, 10), () => resolve()));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    return { finish: () => { request.end(bytes.subarray(10)); return answer; } };
+  }
+
   test('a cap changed while a call\'s body was still arriving: the call is served from the new cap, and no quota stays stranded in a lease', async () => {
     const key = await createKey(setup.url, admin(), { name: 'cap-changed-mid-body', remain_quota: 100_000 });
     const small = { model: 'mock-chat', max_tokens: 20, messages: [{ role: 'user', content: TEXT }] };
     const perCall = expectedUsageQuota(CHAT_PRICE, mockPromptTokens([TEXT]), MOCK_PIECES);
-    // the key is read when the headers arrive; the rest of the body comes once the cap has changed
-    const bytes = Buffer.from(JSON.stringify(small));
-    const url = new URL('/v1/chat/completions', setup.url);
-    let sent!: () => void;
-    let slowBody = () => {};
-    const headersSent = new Promise<void>((resolve) => { sent = resolve; });
-    const slow = new Promise<{ status: number; text: string }>((resolve, reject) => {
-      const request = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST',
-        headers: { 'content-type': 'application/json', 'content-length': String(bytes.length), authorization: `Bearer ${key.key}` } }, (response) => {
-        let text = '';
-        response.setEncoding('utf8');
-        response.on('data', (piece: string) => { text += piece; });
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, text }));
-      });
-      request.on('error', reject);
-      request.write(bytes.subarray(0, 10), () => sent());
-      slowBody = () => request.end(bytes.subarray(10));
-    });
-    await headersSent;
+    const slow = await slowBodyChat(key.key, small);
     await new Promise((resolve) => setTimeout(resolve, 100));
     const object = await keyObject(setup.url, admin(), key.id);
     delete object.key;
@@ -218,8 +224,7 @@ for (const { front, backend, label, skip } of STORE_SETUPS) describe(`billing of
     // a call on the new cap: the worker takes a lease under it
     const before = await postChat(setup.url, key.key, small);
     assert.equal(before.status, 200, before.text);
-    slowBody();
-    const answer = await slow;
+    const answer = await slow.finish();
     assert.equal(answer.status, 200, `the call whose body came late is served: ${answer.text}`);
     await flushCharges(setup);
     // nearly all of what remains, in one call: refused only if quota were held by nobody's calls
@@ -232,5 +237,22 @@ for (const { front, backend, label, skip } of STORE_SETUPS) describe(`billing of
     // with no call in flight, what the worker gives back of its unused leases is all the key has leased
     await setup.gateway.gateway.context.ledger.returnUnused(key.id, 1);
     assert.equal((await store().keys.byId(key.id))!.leased, 0, 'no quota of the key stays leased');
+  });
+
+  test('an unlimited key given a cap while a call\'s body was still arriving: the call meets the cap (429 key), nothing charged', async () => {
+    const key = await createKey(setup.url, admin(), { name: 'capped-mid-body', unlimited_quota: true, remain_quota: 0 });
+    const slow = await slowBodyChat(key.key, { model: 'mock-chat', max_tokens: 20, messages: [{ role: 'user', content: TEXT }] });
+    const object = await keyObject(setup.url, admin(), key.id);
+    delete object.key;
+    const updated = await call(setup.url, 'PUT', '/api/token/', { token: admin(), body: { ...object, unlimited_quota: false, remain_quota: 5 } });
+    assert.equal(updated.json.success, true, updated.text);
+    const answer = await slow.finish();
+    assert.equal(answer.status, 429, `refused at the key's new cap of 5: ${answer.text}`);
+    assert.equal(answer.json.error.code, 'insufficient_quota');
+    assert.match(answer.json.error.message, /key/);
+    await flushCharges(setup);
+    const after = await keyObject(setup.url, admin(), key.id);
+    assert.equal(after.used_quota, 0, 'nothing charged past the cap');
+    assert.equal(after.remain_quota, 5);
   });
 });
