@@ -67,9 +67,11 @@ export function openAIErrorEvent(error: GatewayErrorShape): string {
   return `data: ${JSON.stringify({ error: { message: error.message, type: error.type, param: null, code: error.code } })}\n\n`;
 }
 
+/** The cached part of the prompt the upstream reported: a count, so anything but a non-negative number is none. */
 export function cachedTokens(usage: Usage): number {
   const details = usage.prompt_tokens_details as { cached_tokens?: unknown } | undefined;
-  return typeof details?.cached_tokens === 'number' ? details.cached_tokens : 0;
+  const cached = details?.cached_tokens;
+  return typeof cached === 'number' && Number.isFinite(cached) && cached > 0 ? Math.round(cached) : 0;
 }
 
 /** Estimated usage when the upstream reported none: the tokenizer over prompt and delivered text. */

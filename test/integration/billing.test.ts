@@ -9,7 +9,7 @@ import { call, STORE_SETUPS, stopClusterEngines } from '../helpers/gateway';
 import { assertMoneyInvariants, moneySnapshot, type MoneySnapshot } from '../helpers/money';
 import {
   client, createKey, expectApiError, expectedPerCallQuota, expectedUsageQuota, flushCharges, keyObject, MOCK_PIECES,
-  mockPromptTokens, postChat, startChatSetup, type ChatSetup,
+  chatConfig, mockPromptTokens, postChat, startChatSetup, type ChatSetup,
 } from './chat-harness';
 
 const CHAT_PRICE = { input: 0.15, output: 0.6 };
@@ -255,4 +255,41 @@ for (const { front, backend, label, skip } of STORE_SETUPS) describe(`billing of
     assert.equal(after.used_quota, 0, 'nothing charged past the cap');
     assert.equal(after.remain_quota, 5);
   });
+});
+
+describe('billing of cached prompt tokens an upstream reports', () => {
+  const CACHED_PRICE = { input: 2.5, output: 10, cached_input: 1.25 };
+  let setup: ChatSetup;
+  let money: MoneySnapshot;
+  const store = () => setup.gateway.gateway.context.store;
+
+  before(async () => {
+    setup = await startChatSetup({
+      raw: (mockUrl) => {
+        const raw = chatConfig(mockUrl) as { models: unknown[]; channels: { name: string; models: string[] }[] };
+        raw.models.push({ id: 'mock-cached', owned_by: 'mock-lab', price: CACHED_PRICE });
+        raw.channels.find((channel) => channel.name === 'mock')!.models.push('mock-cached');
+        return raw;
+      },
+    });
+    await store().accounts.topUp(1, 100_000_000);
+  });
+  after(async () => { await setup?.close(); });
+  beforeEach(async () => { setup.mock.reset(); await flushCharges(setup); money = await moneySnapshot(store()); });
+  afterEach(async (context) => { await flushCharges(setup); await assertMoneyInvariants(store(), money, context.name); });
+
+  for (const stream of [false, true]) {
+    test(`a negative cached_tokens count is no count: the call is priced as if none were cached, not at its reservation (${stream ? 'stream' : 'non-stream'})`, async () => {
+      const key = await createKey(setup.url, setup.gateway.adminToken, { remain_quota: 10_000_000 });
+      setup.mock.script({ usageOverride: { cached_tokens: -1_000_000 } });
+      const answer = await postChat(setup.url, key.key, { model: 'mock-cached', stream, max_tokens: 4_000, messages: [{ role: 'user', content: TEXT }] });
+      assert.equal(answer.status, 200, answer.text);
+      await flushCharges(setup);
+      const [record] = (await store().usage.list(1, { keyId: key.id }, 0, 10)).items;
+      const expected = expectedUsageQuota(CACHED_PRICE, mockPromptTokens([TEXT]), MOCK_PIECES);
+      assert.equal(record.quota, expected, `charged ${record.quota}, the price of the tokens used is ${expected}`);
+      assert.equal(record.cache_read_tokens, 0);
+      assert.equal(record.end_reason, 'completed');
+    });
+  }
 });
