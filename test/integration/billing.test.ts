@@ -234,7 +234,8 @@ for (const { front, backend, label, skip } of STORE_SETUPS) describe(`billing of
     const big = await postChat(setup.url, key.key, { ...small, max_tokens: maxTokens });
     assert.equal(big.status, 200, `a call within the key's remain_quota ${remain} is served: ${big.text}`);
     await flushCharges(setup);
-    // with no call in flight, what the worker gives back of its unused leases is all the key has leased
+    // with no call in flight and no growth on its way, what the worker gives back of its unused leases is all the key has leased
+    await setup.gateway.gateway.context.ledger.whenIdle();
     await setup.gateway.gateway.context.ledger.returnUnused(key.id, 1);
     assert.equal((await store().keys.byId(key.id))!.leased, 0, 'no quota of the key stays leased');
   });
@@ -257,7 +258,7 @@ for (const { front, backend, label, skip } of STORE_SETUPS) describe(`billing of
   });
 });
 
-describe('billing of cached prompt tokens an upstream reports', () => {
+for (const { front, backend, label, skip } of STORE_SETUPS) describe(`billing of cached prompt tokens an upstream reports (${label})`, { skip }, () => {
   const CACHED_PRICE = { input: 2.5, output: 10, cached_input: 1.25 };
   let setup: ChatSetup;
   let money: MoneySnapshot;
@@ -265,6 +266,7 @@ describe('billing of cached prompt tokens an upstream reports', () => {
 
   before(async () => {
     setup = await startChatSetup({
+      front, backend,
       raw: (mockUrl) => {
         const raw = chatConfig(mockUrl) as { models: unknown[]; channels: { name: string; models: string[] }[] };
         raw.models.push({ id: 'mock-cached', owned_by: 'mock-lab', price: CACHED_PRICE });
@@ -292,4 +294,17 @@ describe('billing of cached prompt tokens an upstream reports', () => {
       assert.equal(record.end_reason, 'completed');
     });
   }
+
+  test('a cached_tokens count that is not an integer is billed as a whole count: the call and the ones after it are recorded', async () => {
+    const key = await createKey(setup.url, setup.gateway.adminToken, { remain_quota: 10_000_000 });
+    setup.mock.script({ usageOverride: { cached_tokens: 2.5 } });
+    const body = { model: 'mock-cached', max_tokens: 100, messages: [{ role: 'user', content: TEXT }] };
+    assert.equal((await postChat(setup.url, key.key, body)).status, 200);
+    assert.equal((await postChat(setup.url, key.key, body)).status, 200);
+    await flushCharges(setup);
+    const records = (await store().usage.list(1, { keyId: key.id }, 0, 10)).items;
+    assert.equal(records.length, 2, 'both calls recorded');
+    assert.ok(records.every((record) => Number.isInteger(record.cache_read_tokens)), JSON.stringify(records.map((record) => record.cache_read_tokens)));
+    assert.equal((await keyObject(setup.url, setup.gateway.adminToken, key.id)).used_quota, records[0].quota + records[1].quota);
+  });
 });
