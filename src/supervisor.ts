@@ -10,6 +10,7 @@ import { supervisorLink, workerMessageServer, type WorkerMessage } from './super
 import { startWatchdog } from './watchdog';
 import { RUNTIME, frontFor, type Runtime } from './runtime';
 import { linkedOperations, supervisorOperations } from './ops/cluster-link';
+import type { VideoPoller } from './relay/video-poller';
 
 /** the most a worker's young-generation semi-space grows to, MiB, unless it starts larger */
 const WORKER_SEMI_SPACE_MAX_MB = 16;
@@ -86,7 +87,7 @@ export async function runSupervisor(config: Config, configPath: string | undefin
   const serveWorker = workerMessageServer();
   const watchdog = startWatchdog(config.limits.watchdogMs, log);
   // metrics gathered from the workers, channel health, reload (SIGHUP, admin API, tollgate reload)
-  const operations = supervisorOperations({ config, configPath, store, log });
+  const operations = supervisorOperations({ config, configPath, store, log, onReload: (next) => jobs.configChanged(next) });
   let forked = 0;
   const workerIds = new Map<number, string>();
   const fork = (): Worker => {
@@ -164,19 +165,31 @@ export async function runSupervisor(config: Config, configPath: string | undefin
 }
 
 /** Singleton jobs of the supervisor: the lease reaper (and, with video tasks, the task poller). */
-interface BackgroundJobs { workerExited(workerId: string): void; stop(): Promise<void> }
+interface BackgroundJobs {
+  workerExited(workerId: string): void;
+  /** a reload took effect: the poller polls with the new config, and starts if it brought the first video models */
+  configChanged(config: Config): void;
+  stop(): Promise<void>;
+}
 
 async function startBackgroundJobs(store: Store, config: Config, log: Logger): Promise<BackgroundJobs> {
   // No worker runs yet: every lease and concurrency slot on record belongs to a previous run.
   const reaped = await store.ledger.reap();
   await store.counters.clearSlots();
   if (reaped > 0) log.info({ reaped }, 'returned quota leases of a previous run');
-  // loaded only with video models: the poller brings the providers' modules, which the supervisor
-  // needs for nothing else (it never serves a request)
-  const videoPoller = config.video.models.length > 0
-    ? (require('./relay/video-poller') as typeof import('./relay/video-poller')).startVideoPoller(store, config, log)
-    : { stop: async () => undefined };
+  // loaded only with video models, or tasks of an earlier config still open (charged, they must end
+  // and be refunded if they fail): the poller brings the providers' modules, which the supervisor
+  // needs for nothing else (it never serves a request). Once started it runs on, so that tasks of
+  // models a reload removed still end (failed and refunded once their status cannot be read).
+  let videoPoller: VideoPoller | null = null;
+  const pollVideo = (next: Config, openTasks = false): void => {
+    if (videoPoller !== null) { videoPoller.update(next); return; }
+    if (next.video.models.length === 0 && !openTasks) return;
+    videoPoller = (require('./relay/video-poller') as typeof import('./relay/video-poller')).startVideoPoller(store, next, log);
+  };
+  pollVideo(config, config.video.models.length === 0 && (await store.tasks.listProcessing(1)).length > 0);
   return {
+    configChanged: (next) => pollVideo(next),
     workerExited(workerId) {
       // Quota a dead worker had leased (its open reservations included) goes back to keys and accounts.
       void Promise.resolve(store.counters.dropWorkerSlots(workerId)).catch((error: unknown) => log.warn({ err: error }, 'dropping the slots of a dead worker failed'));
@@ -191,7 +204,7 @@ async function startBackgroundJobs(store: Store, config: Config, log: Logger): P
         failed(error);
       }
     },
-    stop: () => videoPoller.stop(),
+    stop: async () => { await videoPoller?.stop(); },
   };
 }
 

@@ -62,7 +62,9 @@ export async function handleChatCompletions(exchange: Exchange, context: MockCon
   };
   const override = exchange.fault?.usageOverride;
   if (usage && override) {
-    Object.assign(usage, override);
+    const { cached_tokens: cached, ...counts } = override;
+    Object.assign(usage, counts);
+    if (cached !== undefined) usage.prompt_tokens_details = { cached_tokens: cached };
     usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
   }
 

@@ -24,7 +24,7 @@ export interface MockFault {
    * Report these counts in place of the true usage (a careless or hostile upstream). Anthropic: input_tokens,
    * output_tokens and cache_read_input_tokens.
    */
-  usageOverride?: { prompt_tokens?: number; completion_tokens?: number; /** Responses API: input_tokens_details.cached_tokens */ cached_tokens?: number };
+  usageOverride?: { prompt_tokens?: number; completion_tokens?: number; /** chat: prompt_tokens_details.cached_tokens; Responses API: input_tokens_details.cached_tokens */ cached_tokens?: number };
   /** Chat and messages: answer with every content piece, whatever max_tokens says. */
   ignoreMaxTokens?: boolean;
   /** Stream: after the first event, send one event of this many bytes that never ends (no blank line), in 64 KiB writes. */

@@ -67,3 +67,21 @@ function withAccount(key: KeyRecord, account: AccountRecord | undefined): Caller
   if (!account) throw INVALID;
   return { key, account };
 }
+
+/**
+ * The caller with its key as the store holds it now (the same object when nothing changed). The key
+ * was read when the request's headers came; a cap changed while the body arrived (unlimited or not,
+ * remain_quota) is the one the reservation must meet. A key disabled, deleted or expired since is
+ * refused as at authentication.
+ */
+export function currentCaller(store: Store, caller: Caller, now = Date.now()): Awaitable<Caller> {
+  const key = store.keys.findByDigest(caller.key.digest);
+  return isPromise(key) ? key.then((found) => withCurrentKey(caller, found, now)) : withCurrentKey(caller, key, now);
+}
+
+function withCurrentKey(caller: Caller, key: KeyRecord | undefined, now: number): Caller {
+  if (key === caller.key) return caller;
+  if (!key || key.status !== 1) throw INVALID;
+  if (key.expired_time > 0 && key.expired_time * 1000 <= now) throw EXPIRED;
+  return { key, account: caller.account };
+}

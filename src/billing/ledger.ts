@@ -30,6 +30,8 @@ class Lease {
   reserved = 0;
   pending = 0;
   lastUsed = Date.now();
+  /** no longer vouched for by the store (see Ledger.checkHeld) */
+  lapsed = false;
   constructor(readonly epoch: number) {}
   get available(): number { return this.granted - this.reserved - this.pending; }
 }
@@ -45,6 +47,18 @@ export interface Reservation {
 }
 
 interface QueuedCharge { charge: Charge; keyLease: Lease | null; accountLease: Lease }
+
+/**
+ * A queued charge as it is committed. One drawn on a lapsed lease names no epoch (-1, as for an
+ * unlimited key), so the commit takes it from no lease: the store would take it from the lease of
+ * the worker's new owner name, which the worker holds in full, while the lapsed lease's rows are
+ * given back whole when they expire. Read when its batch's commit starts, so a lapse noticed
+ * after the charge was queued counts too.
+ */
+function committedCharge({ charge, keyLease, accountLease }: QueuedCharge): Charge {
+  if (!(keyLease?.lapsed ?? false) && !accountLease.lapsed) return charge;
+  return { ...charge, keyEpoch: keyLease?.lapsed ? -1 : charge.keyEpoch, accountEpoch: accountLease.lapsed ? -1 : charge.accountEpoch };
+}
 
 /**
  * A key cap or balance too low: waiting does not help, so `x-should-retry: false` tells the SDKs
@@ -113,12 +127,24 @@ export class Ledger {
     this.idleTimer.unref();
   }
 
+  /**
+   * The worker's lease of `epoch` on a key or account, or of a newer epoch when it holds one. A newer
+   * epoch (the owner changed the cap) starts a new lease: the store dropped the old slice with the
+   * change, so it can no longer be drawn on. An older one comes from a record read before the change
+   * (a call whose body was still arriving): the call draws on the lease of the cap in force, and the
+   * lease is not replaced, which would leave its slice held in the store with nothing to return it.
+   */
   private lease(map: Map<number, Lease>, id: number, epoch: number, now = Date.now()): Lease {
     let lease = map.get(id);
-    // A new epoch (the owner changed the cap): the old slice can no longer be drawn on.
-    if (!lease || lease.epoch !== epoch) { lease = new Lease(epoch); map.set(id, lease); }
+    if (!lease || lease.epoch < epoch) { lease = new Lease(epoch); map.set(id, lease); }
     lease.lastUsed = now;
     return lease;
+  }
+
+  /** Adds a grant to the lease of its epoch; a grant of an epoch older than the lease's was dropped by the store with the cap change. */
+  private credit(map: Map<number, Lease>, id: number, grant: { amount: number; epoch: number }): void {
+    const lease = this.lease(map, id, grant.epoch);
+    if (lease.epoch === grant.epoch) lease.granted += grant.amount;
   }
 
   /**
@@ -193,11 +219,14 @@ export class Ledger {
   /**
    * A networked store vouches for a worker's leases only while its heartbeats reach the database
    * (store.ledger.heldUntil); past that they may be reclaimed by other nodes, so none is drawn on
-   * any more. Calls in flight settle as usual; new ones take new leases.
+   * any more. Calls in flight settle as usual, their charges taken from no lease (committedCharge);
+   * new ones take new leases.
    */
   private checkHeld(now: number): void {
     if (now < this.store.ledger.heldUntil(this.workerId)) return;
     if (this.keyLeases.size > 0 || this.accountLeases.size > 0) this.log.warn('quota leases could not be renewed in time; taking new ones');
+    for (const lease of this.keyLeases.values()) lease.lapsed = true;
+    for (const lease of this.accountLeases.values()) lease.lapsed = true;
     this.keyLeases.clear();
     this.accountLeases.clear();
   }
@@ -239,8 +268,8 @@ export class Ledger {
         throw new GatewayError({ status: 401, type: 'invalid_request_error', code: 'invalid_api_key', message: 'Invalid token.' });
       }
       this.options.observer?.leaseGrant();
-      if (grant.key) this.lease(this.keyLeases, key.id, grant.key.epoch).granted += grant.key.amount;
-      this.lease(this.accountLeases, account.id, grant.account.epoch).granted += grant.account.amount;
+      if (grant.key) this.credit(this.keyLeases, key.id, grant.key);
+      this.credit(this.accountLeases, account.id, grant.account);
     }).finally(() => this.growing.delete(flight));
     this.growing.set(flight, growth);
     return growth;
@@ -324,7 +353,7 @@ export class Ledger {
     this.rows = new UsageRowBatch();
     const commit = this.options.commit ?? ((batch: Charge[], usage: UsageGroup[]) => this.store.ledger.commit(this.workerId, batch, usage));
     let started = 0;
-    this.flushing = this.flushing.then(() => { started = performance.now(); return commit(sumCharges(charges.map((queued) => queued.charge)), rows.groups()); })
+    this.flushing = this.flushing.then(() => { started = performance.now(); return commit(sumCharges(charges.map(committedCharge)), rows.groups()); })
       .then(() => {
         this.options.observer?.ledgerBatch(rows.count, performance.now() - started);
         for (const { charge, keyLease, accountLease } of charges) {

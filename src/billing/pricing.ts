@@ -20,11 +20,15 @@ export function isPerCall(model: ModelConfig): boolean {
   return model.price.per_call !== undefined;
 }
 
-/** USD of a usage-priced call. Cached tokens are priced at cached_input where the model has it. */
+/**
+ * USD of a usage-priced call. Cached tokens are priced at cached_input where the model has it; the
+ * cached parts are held within the prompt and never below 0 (a negative part would price the rest
+ * of the prompt above its count).
+ */
 export function usageUsd(model: ModelConfig, usage: TokenUsage): number {
   const price = model.price;
-  const cached = Math.min(usage.cached_tokens ?? 0, usage.prompt_tokens);
-  const creation = Math.min(usage.cache_creation_tokens ?? 0, usage.prompt_tokens - cached);
+  const cached = Math.max(0, Math.min(usage.cached_tokens ?? 0, usage.prompt_tokens));
+  const creation = Math.max(0, Math.min(usage.cache_creation_tokens ?? 0, usage.prompt_tokens - cached));
   const cachedPrice = price.cached_input ?? price.input ?? 0;
   const creationPrice = price.cache_creation_input ?? price.input ?? 0;
   const plain = usage.prompt_tokens - cached - creation;

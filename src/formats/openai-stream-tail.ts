@@ -43,6 +43,11 @@ export interface StreamTailOptions {
 export interface FinishOptions {
   /** the stream is cut short: every choice finishes with `length`, and this event precedes [DONE] */
   cutEvent?: string;
+  /**
+   * Told the stream's usage once the last events are read: the usage the tail shows in its place
+   * (the usage billed) and, unless `cutEvent` is given, the event that cuts the stream there.
+   */
+  bill?(usage: Usage): { usage: Usage; cutEvent?: string };
 }
 
 /**
@@ -200,11 +205,14 @@ export class OpenAIStreamTail {
     this.done = true;
 
     const { usage, source: usageSource } = this.usage(fallbackUsage);
+    const billed = options.bill?.(usage);
+    const cutEvent = options.cutEvent ?? billed?.cutEvent;
+    const shown = billed?.usage ?? usage;
 
     let reasons = this.finishReasons.size === 0 ? NO_REASON
       : this.finishReasons.size === 1 ? [this.finishReasons.entries().next().value as [number, string]]
         : [...this.finishReasons].sort((left, right) => left[0] - right[0]);
-    if (options.cutEvent !== undefined) {
+    if (cutEvent !== undefined) {
       reasons = reasons.map(([index]) => [index, 'length'] as [number, string]);
       this.lastFinishReason = 'length';
     }
@@ -216,7 +224,7 @@ export class OpenAIStreamTail {
     // cannot be re-emitted (see canonicalUsage). Members in the order OpenAI sends them.
     const head = `data: {"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(this.model)},"choices":[{"index":`;
     const fingerprint = identity.systemFingerprint === undefined ? '' : `,"system_fingerprint":${JSON.stringify(identity.systemFingerprint)}`;
-    const usageText = this.upstreamUsageText ?? JSON.stringify(usage);
+    const usageText = shown !== usage ? JSON.stringify(shown) : this.upstreamUsageText ?? JSON.stringify(usage);
     let tail = '';
     for (let index = 0; index < reasons.length; index += 1) {
       const usagePart = index === reasons.length - 1 ? `,"usage":${usageText}` : '';
@@ -225,7 +233,7 @@ export class OpenAIStreamTail {
     if (this.usageChunk) {
       tail += `data: {"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(this.model)},"choices":[]${fingerprint},"usage":${usageText}}\n\n`;
     }
-    if (options.cutEvent !== undefined) tail += options.cutEvent;
+    if (cutEvent !== undefined) tail += cutEvent;
     tail += DONE_EVENT;
 
     // A plain object: a getter in a per-request literal costs V8 an old-space AccessorPair, which

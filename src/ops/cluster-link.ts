@@ -114,7 +114,11 @@ export interface SupervisorOperations {
   stop(): void;
 }
 
-export function supervisorOperations(options: { config: Config; configPath: string | undefined; store: Store; log: Logger }): SupervisorOperations {
+export function supervisorOperations(options: {
+  config: Config; configPath: string | undefined; store: Store; log: Logger;
+  /** told of the config each reload put in force (the supervisor's own jobs run on it too) */
+  onReload?: (config: Config) => void;
+}): SupervisorOperations {
   const { store, log, configPath } = options;
   let running = options.config;
   let generation = 0;
@@ -172,6 +176,7 @@ export function supervisorOperations(options: { config: Config; configPath: stri
         restart_required: restartRequired(running, read.config),
       };
       running = reloadable(running, read.config);
+      options.onReload?.(running);
       reloadedRaw = read.raw;
       announcedKeys.clear();
       if (failed) log.error({ worker_pid: failed.worker.process.pid, error: failed.data?.error ?? 'no answer' }, 'a worker did not confirm the reload');

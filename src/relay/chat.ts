@@ -67,9 +67,25 @@ export function openAIErrorEvent(error: GatewayErrorShape): string {
   return `data: ${JSON.stringify({ error: { message: error.message, type: error.type, param: null, code: error.code } })}\n\n`;
 }
 
+/** The cached part of the prompt the upstream reported: a count, so anything but a non-negative number is none. */
 export function cachedTokens(usage: Usage): number {
   const details = usage.prompt_tokens_details as { cached_tokens?: unknown } | undefined;
-  return typeof details?.cached_tokens === 'number' ? details.cached_tokens : 0;
+  const cached = details?.cached_tokens;
+  return typeof cached === 'number' && Number.isFinite(cached) && cached > 0 ? Math.round(cached) : 0;
+}
+
+/** `usage` showing `cached` as its cached tokens (the same object when it already does, or reports none and `cached` is 0). */
+function withCachedTokens(usage: Usage, cached: number): Usage {
+  const details = usage.prompt_tokens_details as { cached_tokens?: unknown } | undefined;
+  if (details?.cached_tokens === cached || (details?.cached_tokens === undefined && cached === 0)) return usage;
+  return { ...usage, prompt_tokens_details: { ...details, cached_tokens: cached } };
+}
+
+interface PricedUsage {
+  /** the usage billed: the reported one held to the request's bounds, its cached tokens a count within the prompt */
+  usage: Usage;
+  cached: number;
+  quota: number;
 }
 
 /** Estimated usage when the upstream reported none: the tokenizer over prompt and delivered text. */
@@ -139,7 +155,8 @@ class ChatRelay extends BilledRelay {
       .then(this.streamed.bind(this));
   }
 
-  private priced(usage: Usage, log = false): { usage: Usage; cached: number; quota: number } {
+  /** The usage billed for `usage` and its quota (the same usage object when it is billed as reported). */
+  private priced(usage: Usage, log = false): PricedUsage {
     const { model, scope } = this;
     const bounded = boundedUsage(usage, this.promptBound, this.maxOutput);
     if (log && bounded !== usage) {
@@ -149,11 +166,14 @@ class ChatRelay extends BilledRelay {
     const cached = Math.min(cachedTokens(bounded), bounded.prompt_tokens);
     const quota = this.perCall ? perCallQuota(model, this.choices, scope!.ratio)
       : usageQuota(model, { prompt_tokens: bounded.prompt_tokens, completion_tokens: bounded.completion_tokens, cached_tokens: cached }, scope!.ratio);
-    return { usage: bounded, cached, quota };
+    return { usage: withCachedTokens(bounded, cached), cached, quota };
   }
 
   private bill(usage: Usage, source: 'upstream' | 'estimated', status: number, endReason: string, firstByteAt: number | null): void {
-    const { usage: bounded, cached, quota } = this.priced(usage, true);
+    this.charge(this.priced(usage, true), source, status, endReason, firstByteAt);
+  }
+
+  private charge({ usage: bounded, cached, quota }: PricedUsage, source: 'upstream' | 'estimated', status: number, endReason: string, firstByteAt: number | null): void {
     this.scope!.settle(quota, {
       promptTokens: bounded.prompt_tokens, completionTokens: bounded.completion_tokens, cacheReadTokens: cached,
       usageSource: this.perCall ? 'per_call' : source,
@@ -179,24 +199,27 @@ class ChatRelay extends BilledRelay {
 
   private answered({ result: bytes, attempt }: { result: Buffer; attempt: Attempt }): void {
     const { model } = this;
-    let usage = parseUsageFromChatResponse(bytes);
-    let source: 'upstream' | 'estimated' = 'upstream';
-    let answer: Buffer | string = bytes;
-    if (!usage || attempt.upstreamModel !== model.id) {
-      const parsed = parseBoundedJson(utf8Text(bytes)) as Record<string, unknown> & { choices?: { message?: { content?: unknown } }[] } | undefined;
-      if (typeof parsed !== 'object' || parsed === null) {
-        throw upstreamError(502, `upstream channel ${attempt.channel.name} answered malformed JSON`, 'upstream_malformed', false);
-      }
-      if (!usage) {
-        usage = localUsage(this.request.get().messages, completionTextOf(parsed));
-        source = 'estimated';
-        parsed.usage = usage;
-      }
-      parsed.model = model.id;
-      answer = JSON.stringify(parsed);
+    const reported = parseUsageFromChatResponse(bytes);
+    let parsed: Record<string, unknown> & { choices?: { message?: { content?: unknown } }[] } | undefined;
+    if (!reported || attempt.upstreamModel !== model.id) parsed = this.parsedAnswer(bytes, attempt);
+    const priced = this.priced(reported ?? localUsage(this.request.get().messages, completionTextOf(parsed!)), true);
+    // the client sees what is billed: the local count, or the reported usage held to the request's bounds
+    if (priced.usage !== reported) {
+      parsed ??= this.parsedAnswer(bytes, attempt);
+      parsed.usage = priced.usage;
     }
-    this.bill(usage, source, 200, 'completed', Date.now());
-    this.exchange.respond(200, JSON_HEADERS, answer);
+    if (parsed !== undefined) parsed.model = model.id;
+    this.charge(priced, reported ? 'upstream' : 'estimated', 200, 'completed', Date.now());
+    this.exchange.respond(200, JSON_HEADERS, parsed === undefined ? bytes : JSON.stringify(parsed));
+  }
+
+  /** The upstream's whole answer parsed; malformed JSON is a 502 (before anything is billed). */
+  private parsedAnswer(bytes: Buffer, attempt: Attempt): Record<string, unknown> & { choices?: { message?: { content?: unknown } }[] } {
+    const parsed = parseBoundedJson(utf8Text(bytes)) as Record<string, unknown> & { choices?: { message?: { content?: unknown } }[] } | undefined;
+    if (typeof parsed !== 'object' || parsed === null) {
+      throw upstreamError(502, `upstream channel ${attempt.channel.name} answered malformed JSON`, 'upstream_malformed', false);
+    }
+    return parsed;
   }
 
   /** Estimated usage of the stream when the upstream reported none: the prompt counted, with `text` delivered. */
@@ -204,16 +227,17 @@ class ChatRelay extends BilledRelay {
     return localUsage(this.request.get().messages, text);
   }
 
-  /** The stream's end (once); past what the call could reserve, it finishes with `length` and says why. */
+  /** The stream's end (once), showing the usage billed; past what the call could reserve, it finishes with `length` and says why. */
   finishTail(cutEvent?: string): ReturnType<OpenAIStreamTail['finish']> {
     if (this.finished !== undefined) return this.finished;
-    const tail = this.tail!;
-    const fallback = this.fallbackUsage.bind(this);
-    if (cutEvent === undefined && !this.perCall) {
-      const { quota } = this.priced(tail.usage(fallback).usage);
-      if (this.scope!.chargeable(quota) < quota) cutEvent = openAIErrorEvent(quotaBoundError());
-    }
-    return (this.finished = tail.finish(fallback, { cutEvent }));
+    return (this.finished = this.tail!.finish(this.fallbackUsage.bind(this), { cutEvent, bill: this.billedEnd.bind(this) }));
+  }
+
+  /** What the stream's end shows for its `usage` (OpenAIStreamTail's FinishOptions.bill). */
+  private billedEnd(usage: Usage): { usage: Usage; cutEvent?: string } {
+    const { usage: billed, quota } = this.priced(usage);
+    if (this.perCall || this.scope!.chargeable(quota) >= quota) return { usage: billed };
+    return { usage: billed, cutEvent: openAIErrorEvent(quotaBoundError()) };
   }
 
   private streamOf(transform: ChatStreamTransform, attempt: Attempt): Promise<PipeOutcome> {

@@ -112,22 +112,36 @@ export async function pollVideoTasksOnce(store: Store, config: Config, providers
   return summary;
 }
 
-export interface VideoPoller { stop(): Promise<void> }
+export interface VideoPoller {
+  /** the config a reload brought: the next passes poll with its channels, keys, models and timeout */
+  update(config: Config): void;
+  stop(): Promise<void>;
+}
 
 /** Polls every config.video.pollIntervalMs; a pass never overlaps the previous one. */
 export function startVideoPoller(store: Store, config: Config, log: Logger): VideoPoller {
   const pools = new UpstreamPools();
   const providers = createProviders({ pools });
   const abort = new AbortController();
+  let current = config;
   let running: Promise<void> | null = null;
-  const timer = setInterval(() => {
+  const pass = () => {
     if (running) return;
-    running = pollVideoTasksOnce(store, config, providers, log, { signal: abort.signal })
+    running = pollVideoTasksOnce(store, current, providers, log, { signal: abort.signal })
       .then(() => undefined, (error: unknown) => log.error({ err: error }, 'video task poll failed'))
       .finally(() => { running = null; });
-  }, config.video.pollIntervalMs);
+  };
+  let timer = setInterval(pass, current.video.pollIntervalMs);
   timer.unref();
   return {
+    update(next) {
+      const interval = current.video.pollIntervalMs;
+      current = next;
+      if (next.video.pollIntervalMs === interval) return;
+      clearInterval(timer);
+      timer = setInterval(pass, next.video.pollIntervalMs);
+      timer.unref();
+    },
     async stop() {
       clearInterval(timer);
       abort.abort();

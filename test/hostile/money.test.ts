@@ -91,6 +91,19 @@ for (const { front, backend, label, skip } of SETUPS) describe(`money under host
     const [record] = await records(1, key.id);
     assert.equal(record.completion_tokens, 100, 'billed at max_tokens');
     assert.ok(charged <= 5000 && charged === record.quota, `charged ${charged}`);
+    assert.equal(answer.json.usage.completion_tokens, record.completion_tokens, 'the answer shows the usage billed');
+    assert.equal(answer.json.usage.total_tokens, record.prompt_tokens + record.completion_tokens);
+
+    // a stream's final chunk shows it too
+    await snapshot();
+    setup.mock.script({ usageOverride: { completion_tokens: 1_000_000_000 } });
+    const streamed = await postChat(setup.url, key.key, { model: 'mock-chat', stream: true, max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(streamed.status, 200, streamed.text);
+    await settled('absurd usage, stream');
+    const [streamRecord] = await records(1, key.id);
+    assert.equal(streamRecord.completion_tokens, 100);
+    const final = sseEvents(streamed.text).map((event) => event.json).filter((chunk) => chunk?.usage).at(-1);
+    assert.equal(final.usage.completion_tokens, 100, 'the final chunk shows the usage billed');
   });
 
   test('a stream that ignores max_tokens is cut off at the bound: finish_reason length, an error event, billed within the cap', async () => {

@@ -2,13 +2,14 @@
 // prices and the mock's deterministic token counts; key used_quota / remain_quota, the account
 // balance and the usage record agree; used_quota equals the sum of the usage records.
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { call, STORE_SETUPS, stopClusterEngines } from '../helpers/gateway';
 import { assertMoneyInvariants, moneySnapshot, type MoneySnapshot } from '../helpers/money';
 import {
   client, createKey, expectApiError, expectedPerCallQuota, expectedUsageQuota, flushCharges, keyObject, MOCK_PIECES,
-  mockPromptTokens, postChat, startChatSetup, type ChatSetup,
+  chatConfig, mockPromptTokens, postChat, startChatSetup, type ChatSetup,
 } from './chat-harness';
 
 const CHAT_PRICE = { input: 0.15, output: 0.6 };
@@ -184,5 +185,126 @@ for (const { front, backend, label, skip } of STORE_SETUPS) describe(`billing of
     // raising it again revives the key at once
     await call(setup.url, 'PUT', '/api/token/', { token: admin(), body: { ...object, remain_quota: 5_000_000 } });
     await sdk.chat.completions.create({ model: 'mock-chat', messages: [{ role: 'user', content: TEXT }] });
+  });
+
+  /** A chat call whose headers go now and the rest of its body when `finish` is called (the key is read when the headers arrive). */
+  async function slowBodyChat(key: string, body: unknown): Promise<{ finish(): Promise<{ status: number; text: string; json: any }> }> {
+    const bytes = Buffer.from(JSON.stringify(body));
+    const url = new URL('/v1/chat/completions', setup.url);
+    const request = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': String(bytes.length), authorization: `Bearer ${key}` } });
+    const answer = new Promise<{ status: number; text: string; json: any }>((resolve, reject) => {
+      request.on('response', (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (piece: string) => { text += piece; });
+        response.on('end', () => {
+          let json: unknown;
+          try { json = JSON.parse(text); } catch { json = undefined; }
+          resolve({ status: response.statusCode ?? 0, text, json });
+        });
+      });
+      request.on('error', reject);
+    });
+    await new Promise<void>((resolve) => request.write(bytes.subarray(0, 10), () => resolve()));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    return { finish: () => { request.end(bytes.subarray(10)); return answer; } };
+  }
+
+  test('a cap changed while a call\'s body was still arriving: the call is served from the new cap, and no quota stays stranded in a lease', async () => {
+    const key = await createKey(setup.url, admin(), { name: 'cap-changed-mid-body', remain_quota: 100_000 });
+    const small = { model: 'mock-chat', max_tokens: 20, messages: [{ role: 'user', content: TEXT }] };
+    const perCall = expectedUsageQuota(CHAT_PRICE, mockPromptTokens([TEXT]), MOCK_PIECES);
+    const slow = await slowBodyChat(key.key, small);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const object = await keyObject(setup.url, admin(), key.id);
+    delete object.key;
+    const updated = await call(setup.url, 'PUT', '/api/token/', { token: admin(), body: { ...object, remain_quota: 90_000 } });
+    assert.equal(updated.json.success, true, updated.text);
+    // a call on the new cap: the worker takes a lease under it
+    const before = await postChat(setup.url, key.key, small);
+    assert.equal(before.status, 200, before.text);
+    const answer = await slow.finish();
+    assert.equal(answer.status, 200, `the call whose body came late is served: ${answer.text}`);
+    await flushCharges(setup);
+    // nearly all of what remains, in one call: refused only if quota were held by nobody's calls
+    const remain = 90_000 - 2 * perCall;
+    assert.equal((await keyObject(setup.url, admin(), key.id)).remain_quota, remain);
+    const maxTokens = Math.floor((remain * 0.9) / 0.3);
+    const big = await postChat(setup.url, key.key, { ...small, max_tokens: maxTokens });
+    assert.equal(big.status, 200, `a call within the key's remain_quota ${remain} is served: ${big.text}`);
+    await flushCharges(setup);
+    // with no call in flight and no growth on its way, what the worker gives back of its unused leases is all the key has leased
+    await setup.gateway.gateway.context.ledger.whenIdle();
+    await setup.gateway.gateway.context.ledger.returnUnused(key.id, 1);
+    assert.equal((await store().keys.byId(key.id))!.leased, 0, 'no quota of the key stays leased');
+  });
+
+  test('an unlimited key given a cap while a call\'s body was still arriving: the call meets the cap (429 key), nothing charged', async () => {
+    const key = await createKey(setup.url, admin(), { name: 'capped-mid-body', unlimited_quota: true, remain_quota: 0 });
+    const slow = await slowBodyChat(key.key, { model: 'mock-chat', max_tokens: 20, messages: [{ role: 'user', content: TEXT }] });
+    const object = await keyObject(setup.url, admin(), key.id);
+    delete object.key;
+    const updated = await call(setup.url, 'PUT', '/api/token/', { token: admin(), body: { ...object, unlimited_quota: false, remain_quota: 5 } });
+    assert.equal(updated.json.success, true, updated.text);
+    const answer = await slow.finish();
+    assert.equal(answer.status, 429, `refused at the key's new cap of 5: ${answer.text}`);
+    assert.equal(answer.json.error.code, 'insufficient_quota');
+    assert.match(answer.json.error.message, /key/);
+    await flushCharges(setup);
+    const after = await keyObject(setup.url, admin(), key.id);
+    assert.equal(after.used_quota, 0, 'nothing charged past the cap');
+    assert.equal(after.remain_quota, 5);
+  });
+});
+
+for (const { front, backend, label, skip } of STORE_SETUPS) describe(`billing of cached prompt tokens an upstream reports (${label})`, { skip }, () => {
+  const CACHED_PRICE = { input: 2.5, output: 10, cached_input: 1.25 };
+  let setup: ChatSetup;
+  let money: MoneySnapshot;
+  const store = () => setup.gateway.gateway.context.store;
+
+  before(async () => {
+    setup = await startChatSetup({
+      front, backend,
+      raw: (mockUrl) => {
+        const raw = chatConfig(mockUrl) as { models: unknown[]; channels: { name: string; models: string[] }[] };
+        raw.models.push({ id: 'mock-cached', owned_by: 'mock-lab', price: CACHED_PRICE });
+        raw.channels.find((channel) => channel.name === 'mock')!.models.push('mock-cached');
+        return raw;
+      },
+    });
+    await store().accounts.topUp(1, 100_000_000);
+  });
+  after(async () => { await setup?.close(); });
+  beforeEach(async () => { setup.mock.reset(); await flushCharges(setup); money = await moneySnapshot(store()); });
+  afterEach(async (context) => { await flushCharges(setup); await assertMoneyInvariants(store(), money, context.name); });
+
+  for (const stream of [false, true]) {
+    test(`a negative cached_tokens count is no count: the call is priced as if none were cached, not at its reservation (${stream ? 'stream' : 'non-stream'})`, async () => {
+      const key = await createKey(setup.url, setup.gateway.adminToken, { remain_quota: 10_000_000 });
+      setup.mock.script({ usageOverride: { cached_tokens: -1_000_000 } });
+      const answer = await postChat(setup.url, key.key, { model: 'mock-cached', stream, max_tokens: 4_000, messages: [{ role: 'user', content: TEXT }] });
+      assert.equal(answer.status, 200, answer.text);
+      await flushCharges(setup);
+      const [record] = (await store().usage.list(1, { keyId: key.id }, 0, 10)).items;
+      const expected = expectedUsageQuota(CACHED_PRICE, mockPromptTokens([TEXT]), MOCK_PIECES);
+      assert.equal(record.quota, expected, `charged ${record.quota}, the price of the tokens used is ${expected}`);
+      assert.equal(record.cache_read_tokens, 0);
+      assert.equal(record.end_reason, 'completed');
+    });
+  }
+
+  test('a cached_tokens count that is not an integer is billed as a whole count: the call and the ones after it are recorded', async () => {
+    const key = await createKey(setup.url, setup.gateway.adminToken, { remain_quota: 10_000_000 });
+    setup.mock.script({ usageOverride: { cached_tokens: 2.5 } });
+    const body = { model: 'mock-cached', max_tokens: 100, messages: [{ role: 'user', content: TEXT }] };
+    assert.equal((await postChat(setup.url, key.key, body)).status, 200);
+    assert.equal((await postChat(setup.url, key.key, body)).status, 200);
+    await flushCharges(setup);
+    const records = (await store().usage.list(1, { keyId: key.id }, 0, 10)).items;
+    assert.equal(records.length, 2, 'both calls recorded');
+    assert.ok(records.every((record) => Number.isInteger(record.cache_read_tokens)), JSON.stringify(records.map((record) => record.cache_read_tokens)));
+    assert.equal((await keyObject(setup.url, setup.gateway.adminToken, key.id)).used_quota, records[0].quota + records[1].quota);
   });
 });

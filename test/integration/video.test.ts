@@ -340,4 +340,44 @@ describe('legacy video tasks under the supervisor', () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
+
+  test('video models added by a reload: a task submitted after it completes, and one that fails is refunded', async () => {
+    const dataDir = tempDir();
+    const configPath = join(dataDir, 'config.json');
+    const simulator = { ...EMBEDDED_CONFIG.channels[0], simulator: { first_token_delay_ms: 0, tokens_per_second: 0 } };
+    const withVideo = { ...EMBEDDED_CONFIG, video: { poll_interval_ms: 50 }, channels: [simulator] };
+    const videoModels = new Set(EMBEDDED_CONFIG.models.filter((model) => model.kind === 'video').map((model) => model.id));
+    writeFileSync(configPath, JSON.stringify({
+      ...withVideo, models: EMBEDDED_CONFIG.models.filter((model) => !videoModels.has(model.id)),
+      channels: [{ ...simulator, models: simulator.models.filter((model) => !videoModels.has(model)) }],
+    }));
+    const supervisor = await startSupervisor({ workers: 1, dataDir, configPath });
+    try {
+      await cliJson(['account', 'topup', '--account', 'admin', '--usd', '10'], dataDir, { TOLLGATE_CONFIG: configPath });
+      const created = await call(supervisor.url, 'POST', '/api/token/', { token: supervisor.adminToken(), body: { name: 'video', remain_quota: 1_000_000 } });
+      const revealed = await call(supervisor.url, 'POST', `/api/token/${created.json.data.id}/key`, { token: supervisor.adminToken() });
+      const headers = { authorization: `Bearer ${revealed.json.data.key}`, 'content-type': 'application/json' };
+      writeFileSync(configPath, JSON.stringify(withVideo));
+      const admin = (await cliJson(['admin', 'token'], dataDir, { TOLLGATE_CONFIG: configPath }) as { admin_token: string }).admin_token;
+      const reloaded = await call(supervisor.url, 'POST', '/api/admin/reload', { token: admin });
+      assert.equal(reloaded.status, 200, reloaded.text);
+      const taskOf = async (prompt: string) => {
+        const submitted = await fetch(`${supervisor.url}/veo/v1/api/video/submit`, { method: 'POST', headers, body: JSON.stringify({ prompt }) });
+        assert.equal(submitted.status, 200, await submitted.clone().text());
+        return ((await submitted.json()) as { data: { taskId: string } }).data.taskId;
+      };
+      const ended = (taskId: string) => waitFor(async () => {
+        const answer = await fetch(`${supervisor.url}/veo/v1/api/video/status/${taskId}`, { headers });
+        const data = ((await answer.json()) as { data: { status: string } }).data;
+        return data.status === 'processing' ? undefined : data.status;
+      }, 10_000, 50);
+      assert.equal(await ended(await taskOf('a sunrise')), 'completed', 'the task submitted after the reload completes');
+      assert.equal(await ended(await taskOf('this one will fail')), 'failed', 'a failing task ends');
+      const key = await call(supervisor.url, 'GET', `/api/token/${created.json.data.id}`, { token: supervisor.adminToken() });
+      assert.equal(key.json.data.used_quota, VEO3_QUOTA, 'charged for the task that completed, the failed one refunded');
+    } finally {
+      assert.equal(await supervisor.stop(), 0);
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
 });
