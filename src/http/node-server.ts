@@ -157,6 +157,8 @@ class NodeExchange extends ExchangeLifecycle implements Exchange {
     this.response.setHeader('content-length', Buffer.byteLength(body));
     this.response.writeHead(status, headers);
     this.response.end(body);
+    // more than the socket flushes at once: the rest waits on the client
+    if (this.response.writableLength > this.request.socket.writableHighWaterMark) this.awaitTakeUp();
     this.server.requestEnded();
   }
 
@@ -174,7 +176,24 @@ class NodeExchange extends ExchangeLifecycle implements Exchange {
 
   onWritable(listener: () => void): void {
     if (this.finished) { listener(); return; }
-    this.response.once('drain', listener);
+    this.awaitTakeUp();
+    this.response.once('drain', () => {
+      this.request.socket.setTimeout(0);
+      listener();
+    });
+  }
+
+  /**
+   * Bounds the wait for the client to take what was written, while it waits: Node's socket timeout,
+   * which a write still making progress keeps from firing, so only a client that takes nothing for
+   * idle_timeout_seconds meets it; the server's timeout handler then destroys the socket, and the
+   * response's close reports the client gone. Without it a client that stops reading held its
+   * connection, a paused stream or a whole buffered answer (tens of MB of embeddings) for as long as
+   * it kept the socket open. After the answer, the server's keep-alive timeout takes the socket's
+   * timeout over.
+   */
+  private awaitTakeUp(): void {
+    this.request.socket.setTimeout(this.server.options.limits.idleTimeoutSeconds * 1000);
   }
 
   end(...chunks: Array<string | Buffer>): void {
@@ -182,6 +201,7 @@ class NodeExchange extends ExchangeLifecycle implements Exchange {
     this.finished = true;
     for (let index = 0; index < chunks.length - 1; index += 1) this.response.write(chunks[index]);
     this.response.end(chunks.at(-1));
+    if (this.response.writableLength > this.request.socket.writableHighWaterMark) this.awaitTakeUp();
     this.server.requestEnded();
   }
 }
