@@ -55,6 +55,14 @@ export function isGatewayError(value: unknown): value is GatewayErrorShape {
 
 // ---- constructors for the common cases -------------------------------------------------------
 
+/** how much of a client's value an error message quotes */
+export const QUOTED_CHARACTERS = 100;
+
+/** A client's value as an error message quotes it: at most QUOTED_CHARACTERS, so an answer never grows with the request. */
+export function excerpt(value: string): string {
+  return value.length > QUOTED_CHARACTERS ? `${value.slice(0, QUOTED_CHARACTERS)}…` : value;
+}
+
 export const badRequest = (message: string, param?: string, code = 'invalid_request_error'): GatewayError =>
   new GatewayError({ status: 400, type: 'invalid_request_error', code, message, param });
 

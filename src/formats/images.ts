@@ -1,6 +1,6 @@
 // Image generation wire format (spec §4.5): request validation against the model's configured
 // options, and the per-call price. Pure: no I/O, safe to run in a worker thread.
-import { badRequest } from '../errors';
+import { badRequest, excerpt } from '../errors';
 import type { ModelConfig } from '../config';
 
 export const MAX_IMAGES_PER_REQUEST = 10;
@@ -87,7 +87,7 @@ function checkListedOption(field: 'quality' | 'style', value: string | undefined
   if (value === undefined) return;
   if (allowed === undefined || allowed.length === 0) throw badRequest(`${field} is not supported by model ${modelId}`, field);
   if (!allowed.includes(value)) {
-    throw badRequest(`${field} "${value}" is not supported by model ${modelId}; allowed values: ${allowed.join(', ')}`, field);
+    throw badRequest(`${field} "${excerpt(value)}" is not supported by model ${modelId}; allowed values: ${allowed.join(', ')}`, field);
   }
 }
 
@@ -96,7 +96,7 @@ export function checkImageOptions(info: { size?: string; quality?: string; style
   const options = model.image;
   const sizes = options?.sizes;
   if (info.size !== undefined && sizes !== undefined && sizes.length > 0 && !sizes.includes(info.size)) {
-    throw badRequest(`size "${info.size}" is not supported by model ${model.id}; allowed sizes: ${sizes.join(', ')}`, 'size');
+    throw badRequest(`size "${excerpt(info.size)}" is not supported by model ${model.id}; allowed sizes: ${sizes.join(', ')}`, 'size');
   }
   checkListedOption('quality', info.quality, options?.qualities, model.id);
   checkListedOption('style', info.style, options?.styles, model.id);

@@ -1,7 +1,7 @@
 // OpenAI Responses API (POST /v1/responses): request validation, usage in both shapes, and the
 // stream as the client sees it (model name, usage filled in when the upstream left it out).
 // Pure: no I/O. The translation to and from chat completions is in openai-responses-chat*.ts.
-import { badRequest } from '../errors';
+import { badRequest, excerpt } from '../errors';
 import { DeliveredText } from './delivered-text';
 import { isObject, type JsonObject } from './json-value';
 import type { Usage } from './openai-usage';
@@ -72,7 +72,7 @@ export function validateResponsesRequest(body: JsonObject): ResponsesRequestInfo
       if (!isObject(item)) throw badRequest(`${path} must be an object`, path);
       const type = item.type ?? (item.role !== undefined ? 'message' : undefined);
       if (typeof type !== 'string') throw badRequest(`${path}.type must be a string`, `${path}.type`);
-      if (!TRANSLATABLE_ITEMS.has(type)) needNative(`${path} is an item of type ${type}`, path);
+      if (!TRANSLATABLE_ITEMS.has(type)) needNative(`${path} is an item of type ${excerpt(type)}`, path);
       if (type === 'message') {
         if (typeof item.role !== 'string' || !MESSAGE_ROLES.has(item.role)) throw badRequest(`${path}.role must be one of user, assistant, system, developer`, `${path}.role`);
         const content = item.content;
@@ -119,14 +119,14 @@ export function validateResponsesRequest(body: JsonObject): ResponsesRequestInfo
     if (!Array.isArray(body.tools)) throw badRequest('tools must be an array', 'tools');
     body.tools.forEach((tool: unknown, index) => {
       if (!isObject(tool) || typeof tool.type !== 'string') throw badRequest(`tools[${index}] must be an object with a string type`, `tools[${index}].type`);
-      if (tool.type !== 'function') needNative(`tools[${index}] is a built-in tool of type ${tool.type}`, `tools[${index}]`);
+      if (tool.type !== 'function') needNative(`tools[${index}] is a built-in tool of type ${excerpt(tool.type)}`, `tools[${index}]`);
       else if (typeof tool.name !== 'string' || tool.name.length === 0) throw badRequest(`tools[${index}].name must be a non-empty string`, `tools[${index}].name`);
     });
   }
   const toolChoice = body.tool_choice;
   if (toolChoice != null && !(typeof toolChoice === 'string' && TOOL_CHOICES.has(toolChoice))) {
     if (!isObject(toolChoice) || typeof toolChoice.type !== 'string') throw badRequest('tool_choice must be auto, none, required or an object with a type', 'tool_choice');
-    if (toolChoice.type !== 'function') needNative(`tool_choice names a built-in tool (${toolChoice.type})`, 'tool_choice');
+    if (toolChoice.type !== 'function') needNative(`tool_choice names a built-in tool (${excerpt(toolChoice.type)})`, 'tool_choice');
     else if (typeof toolChoice.name !== 'string') throw badRequest('tool_choice.name must be a string', 'tool_choice.name');
   }
   let textFormat: string | undefined;

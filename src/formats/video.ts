@@ -2,7 +2,7 @@
 // stored task, its public views, the simulator's progression and merging an upstream status answer.
 // Pure: no I/O; the caller passes the clock.
 import { randomUUID } from 'node:crypto';
-import { GatewayError } from '../errors';
+import { excerpt, GatewayError } from '../errors';
 import { redactSecrets } from './redact';
 
 export const MAX_VIDEO_IMAGES = 5;
@@ -77,7 +77,7 @@ export function validateVideoSubmit(body: unknown, options: { vendor: string; mo
   const model = body.model ?? `${options.vendor}3`;
   if (typeof model !== 'string' || !options.models.includes(model)) {
     const allowed = options.models.length > 0 ? options.models.join(', ') : 'none configured';
-    throw invalid('INVALID_MODEL', 'model', `model ${typeof model === 'string' ? `"${model}" ` : ''}is not available; allowed models: ${allowed}`);
+    throw invalid('INVALID_MODEL', 'model', `model ${typeof model === 'string' ? `"${excerpt(model)}" ` : ''}is not available; allowed models: ${allowed}`);
   }
 
   const images = body.images ?? [];

@@ -13,6 +13,12 @@ import { readJsonBody } from './request-body';
 
 export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
 const VERSION_FORMAT = /^\d{4}-\d{2}-\d{2}$/;
+/**
+ * What a forwarded anthropic-beta may hold: printable ASCII and tabs (beta names and commas). The
+ * upstream client refuses control characters, which uSockets lets through: the call would fail as
+ * the channel's fault (a 502, a failure that cools the channel down) instead of the client's.
+ */
+const BETA_FORMAT = /^[\t\x20-\x7e]*$/;
 /** Sampling parameters a reasoning model refuses (spec §4.2 rule 3, applied to this dialect too). */
 const SAMPLING_FIELDS = ['temperature', 'top_p', 'top_k'];
 
@@ -24,7 +30,10 @@ function dialectHeaders(exchange: Exchange): Record<string, string> {
   }
   const headers: Record<string, string> = { 'anthropic-version': version };
   const beta = exchange.header('anthropic-beta')?.trim();
-  if (beta) headers['anthropic-beta'] = beta;
+  if (beta) {
+    if (!BETA_FORMAT.test(beta)) throw badRequest('anthropic-beta must be a comma-separated list of beta names in printable ASCII', 'anthropic-beta');
+    headers['anthropic-beta'] = beta;
+  }
   return headers;
 }
 

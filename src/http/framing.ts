@@ -1,7 +1,8 @@
 // Request framing, checked by both fronts before a handler runs (RFC 9112 §6). A message whose body
 // length two parsers could read differently (two Content-Length values, a transfer coding other than
 // chunked) is refused and its connection closed: whatever follows on it cannot be trusted to be the
-// next request, so it is never parsed as one.
+// next request, so it is never parsed as one. So is one whose target host two parsers could read
+// differently (two Host headers, RFC 9112 §3.2), and one with an expectation the gateway cannot meet.
 
 /**
  * Header lines a request may carry. uSockets holds 50 entries per request (the request line and 49
@@ -11,7 +12,7 @@
 export const MAX_HEADER_COUNT = 48;
 
 export interface FramingRefusal {
-  status: 400 | 431;
+  status: 400 | 417 | 431;
   message: string;
 }
 
@@ -19,25 +20,36 @@ const DIGITS = /^[0-9]{1,15}$/;
 
 /**
  * What the framing headers of one request say, gathered while its headers are read: every
- * Content-Length and Transfer-Encoding value (a repeated header is several values) and the count.
+ * Content-Length, Transfer-Encoding and Expect value (a repeated header is several values), the
+ * Host lines and the count.
  */
 export class FramingHeaders {
   lengths: string[] | null = null;
   encodings: string[] | null = null;
+  expectations: string[] | null = null;
+  hosts = 0;
   count = 0;
 
-  /** Feed every header (lower-case name); cheap enough for the per-request path: two compares. */
+  /** Feed every header (lower-case name); cheap enough for the per-request path: four compares. */
   add(name: string, value: string): void {
     this.count += 1;
     if (name === 'content-length') (this.lengths ??= []).push(value);
     else if (name === 'transfer-encoding') (this.encodings ??= []).push(value);
+    else if (name === 'host') this.hosts += 1;
+    else if (name === 'expect') (this.expectations ??= []).push(value);
   }
 
-  /** The refusal this request's framing earns, or null when its body length is unambiguous. */
-  refusal(): FramingRefusal | null {
+  /**
+   * The refusal this request's framing earns, or null when its body length and host are
+   * unambiguous. `hostRequired`: the request is HTTP/1.1, which must carry a Host (the uWS front
+   * passes false: uSockets drops such a request before JavaScript sees it).
+   */
+  refusal(hostRequired = false): FramingRefusal | null {
     if (this.count > MAX_HEADER_COUNT) {
       return { status: 431, message: `request has ${this.count} header lines; the limit is ${MAX_HEADER_COUNT}` };
     }
+    if (this.hosts > 1) return { status: 400, message: 'request has more than one Host header (RFC 9112 §3.2)' };
+    if (this.hosts === 0 && hostRequired) return { status: 400, message: 'an HTTP/1.1 request must have a Host header (RFC 9112 §3.2)' };
     const lengths = this.lengths;
     const encodings = this.encodings;
     if (lengths !== null && encodings !== null) {
@@ -53,6 +65,11 @@ export class FramingHeaders {
         // 400 rather than RFC 9112's suggested 501: bad input from a client is a 4xx here, always
         return { status: 400, message: `Transfer-Encoding "${printable(encodings.join(', '))}" is not supported: only "chunked" is (RFC 9112 §6.1)` };
       }
+    }
+    const expectations = this.expectations;
+    if (expectations !== null && expectations.some((value) => value.trim().toLowerCase() !== '100-continue')) {
+      // answered before the body is read: a client waiting for 100 Continue sees why it never comes
+      return { status: 417, message: `Expect "${printable(expectations.join(', '))}" cannot be met: only "100-continue" is supported (RFC 9110 §10.1.1)` };
     }
     return null;
   }

@@ -38,6 +38,17 @@ function headerLines(raw: Buffer): number {
 }
 
 /**
+ * The path of the request line a refused packet starts with, when the packet holds it: the answer
+ * to a request llhttp could not parse is then in the route's error dialect. Bounded: the line is
+ * looked for in the packet's first bytes only.
+ */
+export function refusedPath(raw: unknown): string | undefined {
+  if (!Buffer.isBuffer(raw)) return undefined;
+  const line = raw.subarray(0, 1024).toString('latin1');
+  return /^[A-Z]{1,16} (\/[^\s?#]*)/.exec(line)?.[1];
+}
+
+/**
  * The answer to a request llhttp could not parse. Its reasons are fixed texts of the parser (never
  * client bytes), so they go into the message. A header overflow is the line count when the head has
  * more lines than allowed (Bun's parser stops at maxHeadersCount where Node's drops the rest), the
@@ -53,6 +64,12 @@ function parseFailure(error: NodeJS.ErrnoException & { reason?: string; rawPacke
   const text = typeof error.reason === 'string' ? error.reason : CODE_REASONS[error.code ?? ''];
   const reason = text === undefined ? '' : `: ${text.replace(/`/g, '')}`;
   return { status: 400, message: `malformed HTTP request${reason}` };
+}
+
+/** A whole JSON answer written straight to a socket (for requests that never became an exchange); the connection closes after it. */
+function rawAnswer(status: number, body: string, extraHeaders = ''): string {
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n`
+    + `${extraHeaders}connection: close\r\n\r\n${body}`;
 }
 
 class NodeExchange extends ExchangeLifecycle implements Exchange {
@@ -140,6 +157,8 @@ class NodeExchange extends ExchangeLifecycle implements Exchange {
     this.response.setHeader('content-length', Buffer.byteLength(body));
     this.response.writeHead(status, headers);
     this.response.end(body);
+    // more than the socket flushes at once: the rest waits on the client
+    if (this.response.writableLength > this.request.socket.writableHighWaterMark) this.awaitTakeUp();
     this.server.requestEnded();
   }
 
@@ -157,7 +176,24 @@ class NodeExchange extends ExchangeLifecycle implements Exchange {
 
   onWritable(listener: () => void): void {
     if (this.finished) { listener(); return; }
-    this.response.once('drain', listener);
+    this.awaitTakeUp();
+    this.response.once('drain', () => {
+      this.request.socket.setTimeout(0);
+      listener();
+    });
+  }
+
+  /**
+   * Bounds the wait for the client to take what was written, while it waits: Node's socket timeout,
+   * which a write still making progress keeps from firing, so only a client that takes nothing for
+   * idle_timeout_seconds meets it; the server's timeout handler then destroys the socket, and the
+   * response's close reports the client gone. Without it a client that stops reading held its
+   * connection, a paused stream or a whole buffered answer (tens of MB of embeddings) for as long as
+   * it kept the socket open. After the answer, the server's keep-alive timeout takes the socket's
+   * timeout over.
+   */
+  private awaitTakeUp(): void {
+    this.request.socket.setTimeout(this.server.options.limits.idleTimeoutSeconds * 1000);
   }
 
   end(...chunks: Array<string | Buffer>): void {
@@ -165,6 +201,7 @@ class NodeExchange extends ExchangeLifecycle implements Exchange {
     this.finished = true;
     for (let index = 0; index < chunks.length - 1; index += 1) this.response.write(chunks[index]);
     this.response.end(chunks.at(-1));
+    if (this.response.writableLength > this.request.socket.writableHighWaterMark) this.awaitTakeUp();
     this.server.requestEnded();
   }
 }
@@ -187,7 +224,18 @@ export class NodeServer implements HttpServer {
       keepAliveTimeout: limits.idleTimeoutSeconds * 1000,
       // headersTimeout/requestTimeout are only enforced when this check runs (default every 30 s)
       connectionsCheckingInterval: Math.min(1000, limits.idleTimeoutSeconds * 1000),
+      // Node's own refusal of a request without Host is an empty 400: dispatch refuses it in the route's dialect
+      requireHostHeader: false,
     }, (request, response) => this.dispatch(request, response));
+    // Node's own answer to an Expect other than 100-continue is an empty 417: dispatch's framing check
+    // refuses it in the route's dialect
+    this.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => this.dispatch(request, response));
+    // CONNECT is not handed to the request listener; without this one Node drops the connection unanswered
+    this.server.on('connect', (_request: IncomingMessage, socket: Socket) => {
+      socket.on('error', () => socket.destroy());
+      const answer = options.rejection(405, 'method CONNECT is not allowed: this gateway is not a proxy');
+      socket.end(rawAnswer(405, answer.body, 'allow: GET, HEAD, POST, PUT, DELETE\r\n'));
+    });
     // one more than the limit, so a request past it is seen (node drops the headers beyond this count)
     this.server.maxHeadersCount = MAX_HEADER_COUNT + 1;
     this.server.on('connection', (socket: Socket) => {
@@ -199,10 +247,8 @@ export class NodeServer implements HttpServer {
       if (!socket.writable) { socket.destroy(); return; }
       if (this.refusedSockets.has(socket)) { socket.end(); return; }
       const { status, message } = parseFailure(error, limits.maxHeaderBytes);
-      const answer = options.rejection(status, message);
-      const body = Buffer.from(answer.body);
-      socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n`
-        + `content-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${answer.body}`);
+      const answer = options.rejection(status, message, refusedPath((error as { rawPacket?: unknown }).rawPacket));
+      socket.end(rawAnswer(status, answer.body));
     });
   }
 
@@ -215,7 +261,7 @@ export class NodeServer implements HttpServer {
     const framing = new FramingHeaders();
     const raw = request.rawHeaders;
     for (let index = 0; index < raw.length; index += 2) framing.add(raw[index].toLowerCase(), raw[index + 1]);
-    const refusal = framing.refusal();
+    const refusal = framing.refusal(request.httpVersionMajor === 1 && request.httpVersionMinor === 1);
     if (refusal !== null || (request.url ?? '').length > limits.maxUrlBytes) {
       const status = refusal?.status ?? 414;
       const answer = this.options.rejection(status, refusal?.message ?? `request URL exceeds the ${limits.maxUrlBytes}-byte limit`, exchange.path);
