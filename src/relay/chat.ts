@@ -121,7 +121,10 @@ class ChatRelay extends BilledRelay {
   private readonly promptBound: number;
   private readonly maxTokensDefault: number | undefined;
   readonly estimate: number;
-  /** the stream's tail (streams only); it holds nothing until an attempt's bytes come, so it serves every attempt */
+  /**
+   * The stream's tail (streams only), one per attempt: an attempt that failed before any byte
+   * reached the client may have left what it sent in its tail (an early [DONE], a held terminal event).
+   */
   private tail: OpenAIStreamTail | null = null;
   private finished: ReturnType<OpenAIStreamTail['finish']> | undefined;
 
@@ -148,8 +151,7 @@ class ChatRelay extends BilledRelay {
     if (!this.stream) {
       return withFailover(context, model, caller.key.group, canChat, this.answerOf.bind(this), scope.abort.signal).then(this.answered.bind(this));
     }
-    const tail = this.tail = new OpenAIStreamTail({ model: model.id, usageChunk: this.includeUsageRequested });
-    const transform = new ChatStreamTransform(this, tail);
+    const transform = new ChatStreamTransform(this);
     if (!this.perCall) transform.budget = new OutputBudget(model, this.promptEstimate, this.maxOutput, scope, transform);
     return withFailover<PipeOutcome>(context, model, caller.key.group, canChat, this.streamOf.bind(this, transform), scope.abort.signal)
       .then(this.streamed.bind(this));
@@ -244,6 +246,7 @@ class ChatRelay extends BilledRelay {
     // the attempt's names, set before its answer comes (attempts run one after another)
     transform.rename = ModelRename.between(attempt.upstreamModel, this.model.id);
     transform.channelName = attempt.channel.name;
+    transform.tail = this.tail = new OpenAIStreamTail({ model: this.model.id, usageChunk: this.includeUsageRequested });
     return pipeAnswer(this.exchange, this.send(attempt, true), transform, this.scope!.abort, attempt.channel);
   }
 
@@ -264,7 +267,10 @@ class ChatStreamTransform implements StreamTransform, OutputMeter {
   /** the output's bound (none for a model priced per call) */
   budget: OutputBudget | undefined;
 
-  constructor(private readonly relay: ChatRelay, private readonly tail: OpenAIStreamTail) {}
+  /** the attempt's tail, set before its answer comes */
+  tail!: OpenAIStreamTail;
+
+  constructor(private readonly relay: ChatRelay) {}
 
   roughOutputTokens(): number { return this.tail.completionTextBytes() / 4; }
   deliveredTokens(): number { return this.tail.deliveredCompletionTokens(); }

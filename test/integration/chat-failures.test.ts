@@ -2,10 +2,13 @@
 // the first byte, channel credentials rejected, reset / malformed / truncated streams, first-byte
 // timeout; each is billed as delivered and recorded.
 import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { startMockUpstream, type MockUpstream } from '../../scripts/mock-upstream';
 import { startTestGateway, type TestGateway } from '../helpers/gateway';
+import { assertMoneyInvariants, moneySnapshot } from '../helpers/money';
 import {
   chatConfig, client, createKey, eventually, expectApiError, flushCharges, MOCK_PIECES, postChat, sseEvents, startChatSetup,
   type ChatSetup, type CreatedKey,
@@ -237,5 +240,58 @@ describe('failover across channels', () => {
     const raw = await postChat(gateway.url, key.key, { model: 'mock-reasoner', messages: HELLO });
     assert.equal(raw.status, 502);
     assert.ok(raw.json.error.type !== 'invalid_request_error' || raw.json.error.code !== 'invalid_api_key');
+  });
+});
+
+describe('failover after an attempt whose stream held back all it sent', () => {
+  let earlyEnd: Server;
+  let earlyUrl: string;
+  let healthy: MockUpstream;
+  let gateway: TestGateway;
+
+  before(async () => {
+    // an upstream that sends only `data: [DONE]` (the tail holds it back: nothing reaches the client), then resets
+    earlyEnd = createServer((request, response) => {
+      request.resume();
+      request.on('end', () => {
+        response.writeHead(200, { 'content-type': 'text/event-stream' });
+        response.write('data: [DONE]\n\n', () => setTimeout(() => response.socket?.destroy(), 20));
+      });
+    });
+    await new Promise<void>((resolve) => earlyEnd.listen(0, '127.0.0.1', resolve));
+    earlyUrl = `http://127.0.0.1:${(earlyEnd.address() as AddressInfo).port}/v1`;
+    healthy = await startMockUpstream();
+    const base = chatConfig(healthy.url, { withoutMockChannel: true });
+    base.channels = [
+      { name: 'early-end', type: 'openai', base_url: earlyUrl, keys: ['k'], models: ['mock-chat'], priority: 10 },
+      { name: 'healthy', type: 'openai', base_url: healthy.url, keys: ['k'], models: ['mock-chat'], priority: 0 },
+      ...(base.channels as unknown[]),
+    ];
+    base.channel_health = { failures: 1000 };
+    gateway = await startTestGateway({ raw: base });
+    await gateway.gateway.context.store.accounts.topUp(1, 50_000_000);
+  });
+  after(async () => { await gateway?.close(); await healthy?.close(); earlyEnd?.close(); });
+
+  test('the next channel\'s stream reaches the client whole and is billed by its usage', async () => {
+    const probe = await createKey(gateway.url, gateway.adminToken, { name: 'early-end' });
+    const store = gateway.gateway.context.store;
+    const money = await moneySnapshot(store);
+    const before = healthy.requests.length;
+    const answer = await postChat(gateway.url, probe.key, { model: 'mock-chat', messages: HELLO, stream: true, stream_options: { include_usage: true } });
+    assert.equal(answer.status, 200, answer.text);
+    assert.equal(healthy.requests.length, before + 1, 'the attempt failed over to the healthy channel');
+    const events = sseEvents(answer.text);
+    const pieces = events.filter((event) => event.data !== '[DONE]').map((event) => JSON.parse(event.data) as { choices: { delta?: { content?: string } }[] })
+      .map((chunk) => chunk.choices[0]?.delta?.content ?? '').filter((piece) => piece !== '');
+    assert.equal(pieces.length, MOCK_PIECES, 'the healthy channel\'s text, whole');
+    assert.equal(events.at(-1)!.data, '[DONE]');
+    const usage = events.map((event) => (event.data === '[DONE]' ? undefined : (JSON.parse(event.data) as { usage?: { completion_tokens: number } }).usage)).find((value) => value);
+    await gateway.gateway.context.ledger.flush();
+    const record = await lastRecord(gateway, probe.id);
+    assert.equal(record.channel, 'healthy');
+    assert.equal(record.usage_source, 'upstream');
+    assert.equal(record.completion_tokens, usage?.completion_tokens);
+    assert.equal(await assertMoneyInvariants(store, money, 'failover after an early [DONE]'), record.quota, 'the one call is all that was charged');
   });
 });
