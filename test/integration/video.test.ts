@@ -9,7 +9,7 @@ import { createLogger } from '../../src/log';
 import { pollVideoTasksOnce } from '../../src/relay/video-poller';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { addAccount, call, cliJson, startSupervisor, startTestGateway, STORE_SETUPS, stopClusterEngines, tempDir, waitFor, type TestGateway } from '../helpers/gateway';
+import { addAccount, call, cliJson, startSupervisor, startTestGateway, STORE_SETUPS, stopClusterEngines, tempDir, waitFor, type SupervisedGateway, type TestGateway } from '../helpers/gateway';
 import { assertMoneyInvariants, moneySnapshot, type MoneySnapshot } from '../helpers/money';
 
 const PUBLIC_URL = 'https://gateway.example.test';
@@ -311,6 +311,14 @@ for (const { front, backend, label, skip } of STORE_SETUPS) describe(`legacy vid
   });
 });
 
+/** The admin account topped up and a key of 1,000,000 quota made on a supervised gateway: its id and the headers of calls with it. */
+async function videoCaller(supervisor: SupervisedGateway, dataDir: string, configPath: string): Promise<{ keyId: number; headers: Record<string, string> }> {
+  await cliJson(['account', 'topup', '--account', 'admin', '--usd', '10'], dataDir, { TOLLGATE_CONFIG: configPath });
+  const created = await call(supervisor.url, 'POST', '/api/token/', { token: supervisor.adminToken(), body: { name: 'video', remain_quota: 1_000_000 } });
+  const revealed = await call(supervisor.url, 'POST', `/api/token/${created.json.data.id}/key`, { token: supervisor.adminToken() });
+  return { keyId: created.json.data.id, headers: { authorization: `Bearer ${revealed.json.data.key}`, 'content-type': 'application/json' } };
+}
+
 describe('legacy video tasks under the supervisor', () => {
   test('the supervisor polls: a task submitted to a worker completes on its own', async () => {
     const dataDir = tempDir();
@@ -321,10 +329,7 @@ describe('legacy video tasks under the supervisor', () => {
     }));
     const supervisor = await startSupervisor({ workers: 1, dataDir, configPath });
     try {
-      await cliJson(['account', 'topup', '--account', 'admin', '--usd', '10'], dataDir, { TOLLGATE_CONFIG: configPath });
-      const created = await call(supervisor.url, 'POST', '/api/token/', { token: supervisor.adminToken(), body: { name: 'video', remain_quota: 1_000_000 } });
-      const revealed = await call(supervisor.url, 'POST', `/api/token/${created.json.data.id}/key`, { token: supervisor.adminToken() });
-      const headers = { authorization: `Bearer ${revealed.json.data.key}`, 'content-type': 'application/json' };
+      const { headers } = await videoCaller(supervisor, dataDir, configPath);
       const submitted = await fetch(`${supervisor.url}/veo/v1/api/video/submit`, { method: 'POST', headers, body: JSON.stringify({ prompt: 'a sunrise' }) });
       assert.equal(submitted.status, 200);
       const { taskId } = ((await submitted.json()) as { data: { taskId: string } }).data;
@@ -353,10 +358,7 @@ describe('legacy video tasks under the supervisor', () => {
     }));
     const supervisor = await startSupervisor({ workers: 1, dataDir, configPath });
     try {
-      await cliJson(['account', 'topup', '--account', 'admin', '--usd', '10'], dataDir, { TOLLGATE_CONFIG: configPath });
-      const created = await call(supervisor.url, 'POST', '/api/token/', { token: supervisor.adminToken(), body: { name: 'video', remain_quota: 1_000_000 } });
-      const revealed = await call(supervisor.url, 'POST', `/api/token/${created.json.data.id}/key`, { token: supervisor.adminToken() });
-      const headers = { authorization: `Bearer ${revealed.json.data.key}`, 'content-type': 'application/json' };
+      const { keyId, headers } = await videoCaller(supervisor, dataDir, configPath);
       writeFileSync(configPath, JSON.stringify(withVideo));
       const admin = (await cliJson(['admin', 'token'], dataDir, { TOLLGATE_CONFIG: configPath }) as { admin_token: string }).admin_token;
       const reloaded = await call(supervisor.url, 'POST', '/api/admin/reload', { token: admin });
@@ -373,7 +375,7 @@ describe('legacy video tasks under the supervisor', () => {
       }, 10_000, 50);
       assert.equal(await ended(await taskOf('a sunrise')), 'completed', 'the task submitted after the reload completes');
       assert.equal(await ended(await taskOf('this one will fail')), 'failed', 'a failing task ends');
-      const key = await call(supervisor.url, 'GET', `/api/token/${created.json.data.id}`, { token: supervisor.adminToken() });
+      const key = await call(supervisor.url, 'GET', `/api/token/${keyId}`, { token: supervisor.adminToken() });
       assert.equal(key.json.data.used_quota, VEO3_QUOTA, 'charged for the task that completed, the failed one refunded');
     } finally {
       assert.equal(await supervisor.stop(), 0);
