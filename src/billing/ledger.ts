@@ -4,7 +4,7 @@
 // in batches every few ms (never awaited by a response). DESIGN §5.
 import { GatewayError } from '../errors';
 import type { Logger } from '../log';
-import { UsageRowBatch, type AccountRecord, type Charge, type KeyRecord, type Store, type UsageGroup, type UsageRecord } from '../store';
+import { isPromise, UsageRowBatch, type AccountRecord, type Charge, type KeyRecord, type Store, type UsageGroup, type UsageRecord } from '../store';
 
 /**
  * Charges and usage records are committed every DEFAULT_FLUSH_MS, or at once when FLUSH_RECORDS are
@@ -39,11 +39,16 @@ class Lease {
 export interface Reservation {
   readonly keyId: number;
   readonly accountId: number;
+  /** the key as it was when its cap was last met: the call follows a cap changed while it runs (Ledger.follow) */
+  key: KeyRecord;
   /** quota held for the call: what it was admitted with, plus any extension (see chargeable) */
   amount: number;
-  readonly keyLease: Lease | null;
+  /** the lease of `key`'s cap (null: unlimited) */
+  keyLease: Lease | null;
   readonly accountLease: Lease;
   done: boolean;
+  /** the move to a changed cap's lease while that lease grows (at most one at a time) */
+  moving: Promise<void> | null;
 }
 
 interface QueuedCharge { charge: Charge; keyLease: Lease | null; accountLease: Lease }
@@ -120,6 +125,8 @@ export class Ledger {
   private readonly growing = new Map<string, Promise<void>>();
   /** quota wanted by the reservations waiting for a growth of a key/account pair (sizes the next one) */
   private readonly waitingDemand = new Map<string, number>();
+  /** settlements waiting for their call to move to a changed cap's lease (see settle) */
+  private readonly moving = new Set<Promise<unknown>>();
 
   constructor(private readonly store: Store, private readonly workerId: string, private readonly log: Logger,
     private readonly options: LedgerOptions = {}) {
@@ -167,7 +174,7 @@ export class Ledger {
     if (keyLease) keyLease.reserved += amount;
     accountLease.reserved += amount;
     this.prefetch(key, account, keyLease, accountLease, amount);
-    return { keyId: key.id, accountId: account.id, amount, keyLease, accountLease, done: false };
+    return { keyId: key.id, accountId: account.id, key, amount, keyLease, accountLease, done: false, moving: null };
   }
 
   private async reserveGrowing(key: KeyRecord, account: AccountRecord, amount: number): Promise<Reservation> {
@@ -195,7 +202,7 @@ export class Ledger {
         if (keyLease) keyLease.reserved += amount;
         accountLease.reserved += amount;
         this.prefetch(key, account, keyLease, accountLease, amount);
-        return { keyId: key.id, accountId: account.id, amount, keyLease, accountLease, done: false };
+        return { keyId: key.id, accountId: account.id, key, amount, keyLease, accountLease, done: false, moving: null };
       }
       if (round >= MAX_GROW_ROUNDS) {
         this.options.observer?.refusal(accountNeed > 0 ? 'balance' : 'key_quota');
@@ -287,12 +294,19 @@ export class Ledger {
    * What a call whose usage prices at `quota` may be charged: at most its reservation, which first
    * grows from the room left in this worker's leases (synchronously, no I/O) when the usage is more
    * than was reserved. A charge is never more than is reserved, so no cap is passed and no balance
-   * is driven below zero; usage beyond the reservation and the leases' room is not charged.
+   * is driven below zero; usage beyond the reservation and the leases' room is not charged. A cap
+   * changed while the call runs bounds it from then on (follow).
    */
   chargeable(reservation: Reservation, quota: number): number {
-    if (quota <= reservation.amount || reservation.done) return Math.min(quota, reservation.amount);
+    if (reservation.done || !this.follow(reservation, reservation.amount)) return Math.min(quota, reservation.amount);
+    return this.extended(reservation, quota);
+  }
+
+  /** chargeable() on a reservation known to draw on the cap in force. */
+  private extended(reservation: Reservation, quota: number): number {
+    if (quota <= reservation.amount) return quota;
     const { keyLease, accountLease } = reservation;
-    // a lease of an older epoch (the cap changed since) is not drawn on any further
+    // a lease the worker no longer holds (the cap changed since, or it lapsed) is not drawn on any further
     const current = (keyLease === null || this.keyLeases.get(reservation.keyId) === keyLease)
       && this.accountLeases.get(reservation.accountId) === accountLease;
     const room = current ? Math.min(keyLease?.available ?? Number.POSITIVE_INFINITY, accountLease.available) : 0;
@@ -305,40 +319,120 @@ export class Ledger {
     return reservation.amount;
   }
 
-  /** The call is over: charge `quota` (at most the reservation: see chargeable) and record it. */
-  settle(reservation: Reservation, quota: number, record: Omit<UsageRecord, 'id'>): void {
-    if (reservation.done) return;
-    if (quota > reservation.amount) {
-      // a caller that skipped chargeable(): the bound holds all the same, and the record says what was charged
-      this.log.error({ quota, reserved: reservation.amount }, 'a charge above its reservation was bounded to it');
-      quota = reservation.amount;
-      record = { ...record, quota };
+  /**
+   * True when the reservation draws on its key's cap in force. The owner may change the cap while
+   * the call runs (a PUT of remain_quota or unlimited_quota starts a new epoch, and the store drops
+   * the old leases with it): the reservation then moves to this worker's lease of the new cap, at
+   * most `need` of it (what the call can still be charged). When that lease holds too little, it
+   * grows in the background (`reservation.moving`) and this answers false until it has; a new cap
+   * with less free than `need` leaves the reservation at what it has. So a call in flight is
+   * charged from the new cap, never past it.
+   */
+  private follow(reservation: Reservation, need: number): boolean {
+    if (reservation.moving !== null) return false;
+    const found = this.store.keys.findByDigest(reservation.key.digest);
+    if (found === reservation.key) return true;
+    if (isPromise(found)) {
+      // the record is being read (a networked store's copy was dropped by a change): follow once it is here
+      reservation.moving = found.then((key) => { reservation.moving = null; if (key && this.follow(reservation, need)) return; return reservation.moving ?? undefined; });
+      return false;
+    }
+    // a deleted key: the call ends on the lease it has
+    if (found === undefined) return true;
+    if (found.epoch === reservation.key.epoch) { reservation.key = found; return true; }
+    if (found.unlimited_quota) { this.moveTo(reservation, found, null, reservation.amount); return true; }
+    const lease = this.lease(this.keyLeases, found.id, found.epoch);
+    const wanted = Math.min(need, reservation.amount);
+    if (lease.available >= wanted) { this.moveTo(reservation, found, lease, wanted); return true; }
+    reservation.moving = this.store.ledger.acquire(this.workerId, found.id, { need: 0, extra: wanted - lease.available, share: 1 },
+      reservation.accountId, { need: 0, extra: 0, share: 0 })
+      .then((grant) => {
+        if (!('shortfall' in grant) && grant.key) this.credit(this.keyLeases, found.id, grant.key);
+      })
+      .catch((error: unknown) => this.log.warn({ err: error, key: found.id }, 'a lease under a changed cap could not be taken; the call moves to what the worker holds'))
+      .then(() => {
+        reservation.moving = null;
+        const current = this.lease(this.keyLeases, found.id, found.epoch);
+        if (current.epoch === found.epoch) this.moveTo(reservation, found, current, Math.min(wanted, Math.max(0, current.available)));
+      });
+    return false;
+  }
+
+  /** The reservation leaves its old key lease for `lease` (null: unlimited), holding `amount`; what it held beyond goes back to the account lease. */
+  private moveTo(reservation: Reservation, key: KeyRecord, lease: Lease | null, amount: number): void {
+    if (reservation.keyLease) reservation.keyLease.reserved -= reservation.amount;
+    reservation.accountLease.reserved -= reservation.amount - amount;
+    if (lease) lease.reserved += amount;
+    reservation.keyLease = lease;
+    reservation.key = key;
+    reservation.amount = amount;
+  }
+
+  /**
+   * The call is over: charge `quota` (at most what chargeable allows) and record it; returns the
+   * quota charged. `record` says what was charged: its quota is set to it, and its end reason to
+   * `quota_bounded` when that is less than `quota`. A call whose key's cap changed while it ran,
+   * and whose lease of the new cap must grow first, is charged once it has; the answer then shows
+   * the bound known now.
+   */
+  settle(reservation: Reservation, quota: number, record: Omit<UsageRecord, 'id'>): number {
+    if (reservation.done) return 0;
+    if (!this.follow(reservation, quota)) {
+      reservation.done = true;
+      const booked = this.waitForMove(reservation).then(() => { this.book(reservation, quota, record); });
+      this.moving.add(booked);
+      void booked.finally(() => this.moving.delete(booked));
+      return Math.min(quota, reservation.amount);
     }
     reservation.done = true;
+    return this.book(reservation, quota, record);
+  }
+
+  private async waitForMove(reservation: Reservation): Promise<void> {
+    while (reservation.moving !== null) await reservation.moving;
+  }
+
+  private book(reservation: Reservation, quota: number, record: Omit<UsageRecord, 'id'>): number {
+    const charged = this.extended(reservation, quota);
+    if (charged < quota) Object.assign(record, { quota: charged, end_reason: 'quota_bounded' });
+    else record.quota = charged;
+    quota = charged;
     const { keyLease, accountLease } = reservation;
     if (keyLease) { keyLease.reserved -= reservation.amount; keyLease.pending += quota; }
     accountLease.reserved -= reservation.amount;
     accountLease.pending += quota;
     // Calls of the same key on the same leases (the usual run) add up in one queued charge: the
-    // commit and the lease bookkeeping after it apply sums anyway.
+    // commit and the lease bookkeeping after it apply sums anyway. The key's epoch names the cap
+    // the charge was taken under (the store counts one of an older cap as spent before it).
+    const keyEpoch = keyLease?.epoch ?? reservation.key.epoch;
     const last = this.charges.length > 0 ? this.charges[this.charges.length - 1] : undefined;
-    if (last !== undefined && last.keyLease === keyLease && last.accountLease === accountLease && last.charge.keyId === reservation.keyId) {
+    if (last !== undefined && last.keyLease === keyLease && last.accountLease === accountLease && last.charge.keyId === reservation.keyId
+      && last.charge.keyEpoch === keyEpoch) {
       last.charge.quota += quota;
     } else {
       this.charges.push({
-        charge: { keyId: reservation.keyId, keyEpoch: keyLease?.epoch ?? -1, accountId: reservation.accountId, accountEpoch: accountLease.epoch, quota },
+        charge: { keyId: reservation.keyId, keyEpoch, accountId: reservation.accountId, accountEpoch: accountLease.epoch, quota },
         keyLease, accountLease,
       });
     }
     this.rows.add(record);
     if (this.rows.count >= FLUSH_RECORDS) void this.flush();
     else this.flushTimer ??= setTimeout(() => { this.flushTimer = null; void this.flush(); }, this.options.flushMs ?? DEFAULT_FLUSH_MS);
+    return quota;
   }
 
   /** The call failed before anything billable happened. */
   refund(reservation: Reservation): void {
     if (reservation.done) return;
     reservation.done = true;
+    if (reservation.moving === null) { this.release(reservation); return; }
+    // a move to a changed cap's lease is on its way: give back what it holds once it is there
+    const released = this.waitForMove(reservation).then(() => this.release(reservation));
+    this.moving.add(released);
+    void released.finally(() => this.moving.delete(released));
+  }
+
+  private release(reservation: Reservation): void {
     if (reservation.keyLease) reservation.keyLease.reserved -= reservation.amount;
     reservation.accountLease.reserved -= reservation.amount;
   }
@@ -387,7 +481,7 @@ export class Ledger {
 
   /** Resolves when no lease growth is in flight (a top-up may have started in the background). */
   async whenIdle(): Promise<void> {
-    while (this.growing.size > 0) await Promise.allSettled([...this.growing.values()]);
+    while (this.growing.size > 0 || this.moving.size > 0) await Promise.allSettled([...this.growing.values(), ...this.moving]);
   }
 
   /** Flush, then give every unused lease back. */

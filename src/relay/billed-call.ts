@@ -143,19 +143,18 @@ class BilledScope implements CallScope {
     const { exchange, context, caller, model, endpoint, stream } = this.options;
     const reservation = this.admission.reservation;
     if (reservation.done) return 0;
-    const charged = context.ledger.chargeable(reservation, quota);
+    const record = usageRecord({
+      caller, model, channel: this.channel, endpoint, startedAt: this.startedAt, firstByteAt,
+      promptTokens: metered.promptTokens, completionTokens: metered.completionTokens,
+      cacheReadTokens: metered.cacheReadTokens, cacheCreationTokens: metered.cacheCreationTokens,
+      quota, status, endReason, usageSource: metered.usageSource, stream,
+    });
+    const charged = context.ledger.settle(reservation, quota, record);
     if (charged < quota) {
       context.log.warn({ model: model.id, key: caller.key.id, channel: this.channel, usage_quota: quota, charged },
         'usage priced above what the call could reserve: charged the reservation');
       endReason = 'quota_bounded';
     }
-    const record = usageRecord({
-      caller, model, channel: this.channel, endpoint, startedAt: this.startedAt, firstByteAt,
-      promptTokens: metered.promptTokens, completionTokens: metered.completionTokens,
-      cacheReadTokens: metered.cacheReadTokens, cacheCreationTokens: metered.cacheCreationTokens,
-      quota: charged, status, endReason, usageSource: metered.usageSource, stream,
-    });
-    context.ledger.settle(reservation, charged, record);
     this.admission.release();
     context.ops.metrics.call(model.id, record.latency_ms, record.first_byte_ms, record.prompt_tokens, record.completion_tokens, charged);
     if (this.accessLog !== null) {

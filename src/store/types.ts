@@ -186,6 +186,7 @@ export type LeaseShortfall = {
 
 export interface Charge {
   keyId: number;
+  /** the key's cap the charge was taken under (its lease's epoch, or the key's for an unlimited key); -1: from no lease (a lapsed one) */
   keyEpoch: number;
   accountId: number;
   accountEpoch: number;

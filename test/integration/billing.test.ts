@@ -256,6 +256,116 @@ for (const { front, backend, label, skip } of STORE_SETUPS) describe(`billing of
     assert.equal(after.used_quota, 0, 'nothing charged past the cap');
     assert.equal(after.remain_quota, 5);
   });
+
+  /**
+   * A chat call whose upstream pauses (the stream after its second chunk, the answer before its
+   * headers) while `during` runs; its usage is reported as `completionTokens`.
+   */
+  async function pausedCall(key: string, stream: boolean, completionTokens: number, during: () => Promise<void>): Promise<{ status: number; text: string }> {
+    setup.mock.script(stream ? { silenceAfterChunks: 2, silenceMs: 600, usageOverride: { completion_tokens: completionTokens } }
+      : { delayHeadersMs: 600, usageOverride: { completion_tokens: completionTokens } });
+    const upstreamCalls = setup.mock.requests.length;
+    const response = await fetch(`${setup.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ model: 'mock-chat', stream, max_tokens: 1_000_000, messages: [{ role: 'user', content: TEXT }] }),
+    });
+    let text = '';
+    if (stream) {
+      // the first chunks are here: the call is in flight, its upstream paused
+      const reader = response.body!.getReader();
+      const decoder = new TextDecoder();
+      const first = await reader.read();
+      text += decoder.decode(first.value, { stream: true });
+      await during();
+      for (let piece = await reader.read(); !piece.done; piece = await reader.read()) text += decoder.decode(piece.value, { stream: true });
+    } else {
+      text = await response.text();
+    }
+    assert.ok(setup.mock.requests.length > upstreamCalls, 'the call reached the upstream');
+    return { status: response.status, text };
+  }
+
+  /** Sets the key's cap with PUT, the way an owner does (read the object, drop `key`, change the fields). */
+  async function putCap(id: number, fields: Record<string, unknown>): Promise<void> {
+    const object = await keyObject(setup.url, admin(), id);
+    delete object.key;
+    const updated = await call(setup.url, 'PUT', '/api/token/', { token: admin(), body: { ...object, ...fields } });
+    assert.equal(updated.json.success, true, updated.text);
+  }
+
+  const LONG_ANSWER = 400_000;
+  const longAnswerQuota = () => expectedUsageQuota(CHAT_PRICE, mockPromptTokens([TEXT]), LONG_ANSWER);
+
+  test('remain_quota lowered while a stream is in flight: the call is charged at most the new value, and remain_quota is not clamped', async () => {
+    const key = await createKey(setup.url, admin(), { name: 'lowered-in-flight', remain_quota: 1_000_000 });
+    const answer = await pausedCall(key.key, true, LONG_ANSWER, async () => { await putCap(key.id, { remain_quota: 100 }); });
+    assert.equal(answer.status, 200, answer.text);
+    await setup.gateway.gateway.context.ledger.whenIdle();
+    await flushCharges(setup);
+    const [record] = (await store().usage.list(1, { keyId: key.id }, 0, 10)).items;
+    assert.equal(record.quota, 100, `charged what the new cap had, not the ${longAnswerQuota()} the answer priced at`);
+    assert.equal(record.end_reason, 'quota_bounded');
+    const object = await keyObject(setup.url, admin(), key.id);
+    assert.deepEqual([object.remain_quota, object.used_quota], [0, 100]);
+  });
+
+  test('remain_quota lowered while a non-stream call waits for its answer: charged at most the new value, remain_quota not clamped', async () => {
+    const key = await createKey(setup.url, admin(), { name: 'lowered-while-waiting', remain_quota: 1_000_000 });
+    const waiting = pausedCall(key.key, false, LONG_ANSWER, async () => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await putCap(key.id, { remain_quota: 100 });
+    const answer = await waiting;
+    assert.equal(answer.status, 200, answer.text);
+    await setup.gateway.gateway.context.ledger.whenIdle();
+    await flushCharges(setup);
+    const [record] = (await store().usage.list(1, { keyId: key.id }, 0, 10)).items;
+    assert.equal(record.quota, 100, `charged what the new cap had, not the ${longAnswerQuota()} the answer priced at`);
+    assert.equal(record.end_reason, 'quota_bounded');
+    const object = await keyObject(setup.url, admin(), key.id);
+    assert.deepEqual([object.remain_quota, object.used_quota], [0, 100]);
+  });
+
+  test('remain_quota raised while a stream is in flight: the call is charged in full, from the new value', async () => {
+    const key = await createKey(setup.url, admin(), { name: 'raised-in-flight', remain_quota: 1_000_000 });
+    const answer = await pausedCall(key.key, true, LONG_ANSWER, async () => { await putCap(key.id, { remain_quota: 2_000_000 }); });
+    assert.equal(answer.status, 200, answer.text);
+    await setup.gateway.gateway.context.ledger.whenIdle();
+    await flushCharges(setup);
+    const [record] = (await store().usage.list(1, { keyId: key.id }, 0, 10)).items;
+    assert.equal(record.quota, longAnswerQuota());
+    assert.equal(record.end_reason, 'completed');
+    const object = await keyObject(setup.url, admin(), key.id);
+    assert.deepEqual([object.remain_quota, object.used_quota], [2_000_000 - longAnswerQuota(), longAnswerQuota()]);
+  });
+
+  test('an unlimited key given a cap while a stream is in flight: the call is charged at most the cap', async () => {
+    const key = await createKey(setup.url, admin(), { name: 'capped-in-flight', unlimited_quota: true, remain_quota: 0 });
+    const answer = await pausedCall(key.key, true, LONG_ANSWER, async () => { await putCap(key.id, { unlimited_quota: false, remain_quota: 250 }); });
+    assert.equal(answer.status, 200, answer.text);
+    await setup.gateway.gateway.context.ledger.whenIdle();
+    await flushCharges(setup);
+    const [record] = (await store().usage.list(1, { keyId: key.id }, 0, 10)).items;
+    assert.equal(record.quota, 250);
+    const object = await keyObject(setup.url, admin(), key.id);
+    assert.deepEqual([object.remain_quota, object.used_quota], [0, 250]);
+  });
+
+  test('a call that ended before a PUT of remain_quota counts in used_quota; the key keeps the remain_quota the owner set', async () => {
+    const key = await createKey(setup.url, admin(), { name: 'ended-before-put', remain_quota: 1_000_000 });
+    const perCall = expectedUsageQuota(CHAT_PRICE, mockPromptTokens([TEXT]), MOCK_PIECES);
+    const answer = await postChat(setup.url, key.key, { model: 'mock-chat', max_tokens: 20, messages: [{ role: 'user', content: TEXT }] });
+    assert.equal(answer.status, 200, answer.text);
+    // the charge is settled and waits for its batch; the owner sets the cap meanwhile
+    await putCap(key.id, { remain_quota: 70 });
+    await flushCharges(setup);
+    const object = await keyObject(setup.url, admin(), key.id);
+    assert.deepEqual([object.remain_quota, object.used_quota], [70, perCall]);
+    // and the key spends exactly what it was given
+    const next = await postChat(setup.url, key.key, { model: 'mock-chat', max_tokens: 20, messages: [{ role: 'user', content: TEXT }] });
+    assert.equal(next.status, 200, next.text);
+    await flushCharges(setup);
+    assert.deepEqual([(await keyObject(setup.url, admin(), key.id)).remain_quota], [70 - perCall]);
+  });
 });
 
 for (const { front, backend, label, skip } of STORE_SETUPS) describe(`billing of cached prompt tokens an upstream reports (${label})`, { skip }, () => {

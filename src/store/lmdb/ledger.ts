@@ -138,10 +138,16 @@ export class LmdbLedger implements LedgerStore {
       for (const [id, byEpoch] of keyTotals) {
         const key = keys.get(id) as KeyRecord | undefined;
         if (!key) continue;
+        // A charge taken under an older cap (settled before the owner changed it) is spending from
+        // before the change: it adds to used_quota, and the new remain_quota stays what the owner set.
         let quota = 0;
-        for (const amount of byEpoch.values()) quota += amount;
+        let underCap = 0;
+        for (const [epoch, amount] of byEpoch) {
+          quota += amount;
+          if (epoch === key.epoch || epoch === -1) underCap += amount;
+        }
         const updated = { ...key, used_quota: key.used_quota + quota };
-        if (!key.unlimited_quota) updated.remain_quota = Math.max(0, key.remain_quota - quota);
+        if (!key.unlimited_quota) updated.remain_quota = Math.max(0, key.remain_quota - underCap);
         const sameEpoch = byEpoch.get(key.epoch);
         if (sameEpoch !== undefined) release(updated, workerId, sameEpoch);
         if (!updated.unlimited_quota) updated.leased = Math.min(updated.leased, updated.remain_quota);

@@ -221,3 +221,49 @@ BEGIN
     'account', json_build_object('amount', account_granted, 'epoch', account_epoch));
 END $$;
 `;
+
+/**
+ * v7: a charge taken under an older cap of its key (settled before the owner changed remain_quota
+ * or unlimited_quota) is spending from before the change: it adds to used_quota, and the new
+ * remain_quota stays what the owner set. Only charges of the key's current epoch, and those taken
+ * from no lease (-1, a lapsed one), take from remain_quota. As on LMDB.
+ */
+export const V7_CAP_EPOCHS = `
+CREATE OR REPLACE FUNCTION tollgate_commit(p_owner text, p_batch text, p_charges json, p_rows json) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  total record;
+  holder_epoch integer;
+  same bigint;
+  under_cap bigint;
+  returned bigint;
+BEGIN
+  INSERT INTO committed_batches (id) VALUES (p_batch) ON CONFLICT (id) DO NOTHING;
+  IF NOT FOUND THEN RETURN false; END IF;   -- applied before: its answer was lost
+  FOR total IN SELECT c.k AS id, sum(c.q) AS quota, array_agg(c.ke) AS epochs, array_agg(c.q) AS amounts
+      FROM json_to_recordset(p_charges) AS c(k bigint, ke integer, a bigint, ae integer, q bigint) GROUP BY c.k ORDER BY c.k LOOP
+    SELECT epoch INTO holder_epoch FROM keys WHERE id = total.id FOR UPDATE;
+    CONTINUE WHEN NOT FOUND;
+    SELECT sum(u.q) INTO same FROM unnest(total.epochs, total.amounts) AS u(e, q) WHERE u.e = holder_epoch;
+    SELECT COALESCE(sum(u.q), 0) INTO under_cap FROM unnest(total.epochs, total.amounts) AS u(e, q) WHERE u.e = holder_epoch OR u.e = -1;
+    returned := CASE WHEN same IS NULL THEN 0 ELSE tollgate_release('k', total.id, p_owner, same) END;
+    UPDATE keys SET used_quota = used_quota + total.quota,
+      remain_quota = CASE WHEN unlimited_quota THEN remain_quota ELSE GREATEST(0, remain_quota - under_cap) END,
+      leased = CASE WHEN unlimited_quota THEN GREATEST(0, leased - returned)
+        ELSE LEAST(GREATEST(0, leased - returned), GREATEST(0, remain_quota - under_cap)) END
+      WHERE id = total.id;
+  END LOOP;
+  FOR total IN SELECT c.a AS id, sum(c.q) AS quota, array_agg(c.ae) AS epochs, array_agg(c.q) AS amounts
+      FROM json_to_recordset(p_charges) AS c(k bigint, ke integer, a bigint, ae integer, q bigint) GROUP BY c.a ORDER BY c.a LOOP
+    SELECT epoch INTO holder_epoch FROM accounts WHERE id = total.id FOR UPDATE;
+    CONTINUE WHEN NOT FOUND;
+    SELECT sum(u.q) INTO same FROM unnest(total.epochs, total.amounts) AS u(e, q) WHERE u.e = holder_epoch;
+    returned := CASE WHEN same IS NULL THEN 0 ELSE tollgate_release('a', total.id, p_owner, same) END;
+    UPDATE accounts SET used_quota = used_quota + total.quota, balance = GREATEST(0, balance - total.quota),
+      leased = LEAST(GREATEST(0, leased - returned), GREATEST(0, balance - total.quota))
+      WHERE id = total.id;
+  END LOOP;
+  PERFORM tollgate_insert_rows(p_rows);
+  RETURN true;
+END $$;
+`;
