@@ -4,7 +4,7 @@
 // in batches every few ms (never awaited by a response). DESIGN §5.
 import { GatewayError } from '../errors';
 import type { Logger } from '../log';
-import { isPromise, UsageRowBatch, type AccountRecord, type Charge, type KeyRecord, type Store, type UsageGroup, type UsageRecord } from '../store';
+import { BatchRefused, isPromise, UsageRowBatch, type AccountRecord, type Charge, type KeyRecord, type Store, type UsageGroup, type UsageRecord } from '../store';
 
 /**
  * Charges and usage records are committed every DEFAULT_FLUSH_MS, or at once when FLUSH_RECORDS are
@@ -121,6 +121,8 @@ export class Ledger {
   private rows = new UsageRowBatch();
   private flushTimer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
+  /** why the latest batch was not committed (null: it was) */
+  private lastFailure: unknown = null;
   private readonly idleTimer: NodeJS.Timeout;
   private readonly growing = new Map<string, Promise<void>>();
   /** quota wanted by the reservations waiting for a growth of a key/account pair (sizes the next one) */
@@ -416,8 +418,8 @@ export class Ledger {
       });
     }
     this.rows.add(record);
-    if (this.rows.count >= FLUSH_RECORDS) void this.flush();
-    else this.flushTimer ??= setTimeout(() => { this.flushTimer = null; void this.flush(); }, this.options.flushMs ?? DEFAULT_FLUSH_MS);
+    if (this.rows.count >= FLUSH_RECORDS) void this.commitQueued();
+    else this.flushTimer ??= setTimeout(() => { this.flushTimer = null; void this.commitQueued(); }, this.options.flushMs ?? DEFAULT_FLUSH_MS);
     return quota;
   }
 
@@ -437,8 +439,23 @@ export class Ledger {
     reservation.accountLease.reserved -= reservation.amount;
   }
 
-  /** Commits everything settled so far; resolves when it is durable. */
+  /**
+   * Commits everything settled so far (a settlement waiting for a changed cap's lease included);
+   * resolves when it is durable. A commit that failed is logged and its batch goes again with the
+   * next one, unless the store refused its content (see refused).
+   */
   flush(): Promise<void> {
+    if (this.moving.size > 0) return Promise.allSettled([...this.moving]).then(() => this.flush());
+    return this.commitQueued();
+  }
+
+  /** flush(), rejecting with the store's error when the batch holding what was settled could not be committed. */
+  async committed(): Promise<void> {
+    await this.flush();
+    if (this.lastFailure !== null) throw this.lastFailure;
+  }
+
+  private commitQueued(): Promise<void> {
     if (this.flushTimer) { clearTimeout(this.flushTimer); this.flushTimer = null; }
     if (this.charges.length === 0) return this.flushing;
     const charges = this.charges;
@@ -449,6 +466,7 @@ export class Ledger {
     let started = 0;
     this.flushing = this.flushing.then(() => { started = performance.now(); return commit(sumCharges(charges.map(committedCharge)), rows.groups()); })
       .then(() => {
+        this.lastFailure = null;
         this.options.observer?.ledgerBatch(rows.count, performance.now() - started);
         for (const { charge, keyLease, accountLease } of charges) {
           if (keyLease) { keyLease.pending -= charge.quota; keyLease.granted = Math.max(0, keyLease.granted - charge.quota); }
@@ -456,11 +474,29 @@ export class Ledger {
           accountLease.granted = Math.max(0, accountLease.granted - charge.quota);
         }
       }, (error: unknown) => {
+        this.lastFailure = error;
+        if (error instanceof BatchRefused) { this.refused(error, charges, rows); return; }
         this.log.error({ err: error, charges: charges.length }, 'committing charges failed; retrying with the next batch');
         this.charges.unshift(...charges);
         this.rows.prepend(rows);
       });
     return this.flushing;
+  }
+
+  /**
+   * The store refused a batch's content (a value it cannot hold): sending it again would fail the
+   * same way, and with it every batch after. It is logged whole at error level, charges and usage
+   * rows, for the operator to settle by hand, and dropped with its records, so what the store holds
+   * still agrees (used_quota is the sum of the records). The leases get back what it would have
+   * consumed.
+   */
+  private refused(error: BatchRefused, charges: QueuedCharge[], rows: UsageRowBatch): void {
+    this.log.error({ err: error.cause, charges: sumCharges(charges.map(committedCharge)), usage: rows.groups() },
+      'the store refused a billing batch: its charges and usage records are dropped (logged here in full)');
+    for (const { charge, keyLease, accountLease } of charges) {
+      if (keyLease) keyLease.pending -= charge.quota;
+      accountLease.pending -= charge.quota;
+    }
   }
 
   private returnIdle(now = Date.now(), all = false): Promise<void>[] {

@@ -40,6 +40,7 @@ export function toVideoError(error: unknown, headers: Record<string, string>): G
   else if (code === 'rate_limit_exceeded' || code === 'concurrency_limit_exceeded') { status = 400; code = 'RATE_LIMIT_EXCEEDED'; }
   else if (status === 413) { status = 400; code = 'REQUEST_TOO_LARGE'; }
   else if (status < 500) { status = 400; code = 'INVALID_REQUEST'; }
+  else if (code === 'store_unavailable') { status = 500; code = 'STORE_UNAVAILABLE'; }
   else { status = 500; code = shape.type === 'api_error' && shape.code !== 'internal_error' ? 'UPSTREAM_ERROR' : 'INTERNAL_ERROR'; }
   return new GatewayError({ status, type: shape.type, code, message: shape.message, field, headers: { ...shape.headers, ...headers } });
 }

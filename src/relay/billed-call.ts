@@ -45,6 +45,11 @@ export interface CallScope {
    * call again at once: the slot's release (a Redis command on the cluster store) is already sent.
    */
   settle(quota: number, metered: Metered, status: number, endReason: string, firstByteAt: number | null): number;
+  /**
+   * What the settled call is charged, read when called: final once the ledger's flush() resolved
+   * (a settlement waiting for a changed cap's lease is charged when that lease has grown).
+   */
+  charged(): number;
 }
 
 /** What a relay holds of its call for the call's life (never the parsed request: see HeldRequest). */
@@ -129,6 +134,8 @@ class BilledScope implements CallScope {
   readonly ratio: number;
   channel = '';
   private readonly accessLog: GatewayContext['accessLog'] | null;
+  /** the call's usage record once settled: the ledger sets its quota to what is charged */
+  private record: Omit<UsageRecord, 'id'> | null = null;
 
   constructor(private readonly options: BilledCallOptions, private readonly admission: Admission, private readonly startedAt: number) {
     this.ratio = admission.ratio;
@@ -149,6 +156,7 @@ class BilledScope implements CallScope {
       cacheReadTokens: metered.cacheReadTokens, cacheCreationTokens: metered.cacheCreationTokens,
       quota, status, endReason, usageSource: metered.usageSource, stream,
     });
+    this.record = record;
     const charged = context.ledger.settle(reservation, quota, record);
     if (charged < quota) {
       context.log.warn({ model: model.id, key: caller.key.id, channel: this.channel, usage_quota: quota, charged },
@@ -165,6 +173,10 @@ class BilledScope implements CallScope {
       });
     }
     return charged;
+  }
+
+  charged(): number {
+    return this.record?.quota ?? 0;
   }
 
   /** The call is over: its in-flight counts are given back, and its concurrency slot if it never settled. */

@@ -10,7 +10,7 @@ import { newVideoTask, type VideoSubmitInfo } from '../formats/video';
 import type { Exchange } from '../http';
 import { readAnswer } from '../providers/http-call';
 import type { StoredVideoTask } from '../store';
-import { billedCall } from './billed-call';
+import { billedCall, type CallScope } from './billed-call';
 import { withFailover } from './failover';
 import { usageRecord } from './records';
 
@@ -48,6 +48,7 @@ export async function submitVideoTask(call: VideoSubmitCall): Promise<StoredVide
   let upstreamTaskId = '';
   let channelKeyIndex = 0;
   let channelName = '';
+  let settled: CallScope | undefined;
   await billedCall({ exchange, context, caller, model, endpoint: 'video.submit', stream: false, estimate: quota }, async (scope) => {
     const { result, attempt } = await withFailover(context, model, caller.key.group, (provider) => provider.videoSubmit !== undefined,
       async (attempt) => {
@@ -62,19 +63,25 @@ export async function submitVideoTask(call: VideoSubmitCall): Promise<StoredVide
     channelName = attempt.channel.name;
     channelKeyIndex = Math.max(0, attempt.channel.keys.indexOf(attempt.apiKey));
     scope.settle(quota, { promptTokens: 0, completionTokens: 0, usageSource: 'per_call' }, 200, 'submitted', Date.now());
+    settled = scope;
   });
-  // The charge is committed before the task exists, so a refund can never overtake it.
-  await context.ledger.flush();
+  // The charge is committed before the task exists, so a refund can never overtake it; a charge the
+  // store did not take makes no task, whose refund would credit what never landed.
+  await context.ledger.committed().catch((error: unknown) => {
+    context.log.error({ err: error, model: model.id, key_id: caller.key.id, channel: channelName }, 'a video charge was not committed: the task is not kept');
+    throw new GatewayError({ status: 503, type: 'api_error', code: 'store_unavailable', retryable: true,
+      message: 'the gateway could not record this video task\'s charge, so the task was not kept; retry shortly' });
+  });
   const task: StoredVideoTask = {
-    ...newVideoTask({ info, accountId: caller.account.id, keyId: caller.key.id, quota, channel: channelName, now: Date.now() }),
+    ...newVideoTask({ info, accountId: caller.account.id, keyId: caller.key.id, quota: settled?.charged() ?? 0, channel: channelName, now: Date.now() }),
     upstreamTaskId, channelKeyIndex,
   };
   try {
     await context.store.tasks.create(task);
   } catch (error) {
-    await context.store.ledger.refundCharge(caller.account.id, caller.key.id, quota, usageRecord({
+    await context.store.ledger.refundCharge(caller.account.id, caller.key.id, task.quota, usageRecord({
       caller, model, channel: channelName, endpoint: 'video.refund', startedAt, firstByteAt: null, promptTokens: 0, completionTokens: 0,
-      quota: -quota, status: 500, endReason: 'refund', usageSource: 'per_call', stream: false,
+      quota: -task.quota, status: 500, endReason: 'refund', usageSource: 'per_call', stream: false,
     }));
     throw error;
   }

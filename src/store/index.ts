@@ -11,7 +11,7 @@ export type {
   LeaseGrant, LeaseShortfall, LedgerStore, LimitAsk, LimitVerdict, Store, StoredVideoTask, TaskRefund, TaskStore, UsageFilter,
   UsagePage, UsageStore, WindowHit, AccessTokenView, AdminStore, AdminTokenRecord, AuditActor, AuditEntry, AuditFilter, AuditInput, AuditStore,
 } from './types';
-export { isPromise, whenReady, tokenHandle } from './types';
+export { BatchRefused, isPromise, whenReady, tokenHandle } from './types';
 export { summarizeUsage, type SummaryBy, type SummaryRow, type UsageSummary } from './usage-summary';
 export type { AccountRecord, AccessTokenRecord, AccessScope, KeyFields, KeyRecord, UsageGroup, UsageRecord, UsageRow } from './records';
 export { packUsageRows, toUsageRow, UsageRowBatch } from './records';

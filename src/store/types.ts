@@ -184,6 +184,14 @@ export type LeaseShortfall = {
   heldByOthers: number;
 };
 
+/**
+ * A store's answer that it will never take a billing batch as it is (a value it cannot hold): sent
+ * again, it would fail the same way. `cause` is the store's own error.
+ */
+export class BatchRefused extends Error {
+  constructor(override readonly cause: unknown) { super('the store refused the billing batch'); }
+}
+
 export interface Charge {
   keyId: number;
   /** the key's cap the charge was taken under (its lease's epoch, or the key's for an unlimited key); -1: from no lease (a lapsed one) */

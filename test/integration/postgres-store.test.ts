@@ -5,6 +5,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Client } from 'pg';
+import pino from 'pino';
+import { Ledger } from '../../src/billing/ledger';
 import { KEY_DEFAULTS } from '../../src/formats/token-fields';
 import { packUsageRows, toUsageRow, type Store, type UsageRecord } from '../../src/store';
 import { PostgresStore } from '../../src/store/postgres';
@@ -102,6 +104,34 @@ describe('the PostgreSQL store', { skip: enginesMissing() }, () => {
     // the store's own commit path applies what it is given, once
     await store.ledger.commit('w9', [{ keyId: key.id, keyEpoch: 0, accountId: account.id, accountEpoch: 0, quota: 200 }], packUsageRows([toUsageRow(record(account.id, key.id, 200))]));
     assert.deepEqual(await store.usage.sumForKey(account.id, key.id), { quota: 500, count: 2 });
+  });
+
+  test('a billing batch the database refuses is logged whole and dropped with its records; the batches after it are committed', async () => {
+    const account = await store.accounts.create('refused-account', 'default', 1_000_000);
+    if (account === 'exists') throw new Error('exists');
+    const key = await store.keys.create(account.id, { ...KEY_DEFAULTS, name: 'refused', remain_quota: 10_000 }, { sealed: SEALED, masked: 'sk-r', digest: 'refused-digest' }, 10);
+    if (key === 'limit') throw new Error('limit');
+    const lines: string[] = [];
+    const ledger = new Ledger(store, 'w-refused', pino({ level: 'error' }, { write: (line: string) => { lines.push(line); } }), { flushMs: 60_000, idleReturnMs: 60_000 });
+    try {
+      const reserve = async () => ledger.reserve((await store.keys.byId(key.id))!, (await store.accounts.get(account.id))!, 50);
+      // a NUL in a text column is a value PostgreSQL cannot hold (SQLSTATE 22P05): sent again, it would fail again, and every batch with it
+      ledger.settle(await reserve(), 30, { ...record(account.id, key.id, 30), channel: 'bad\u0000channel' });
+      await ledger.flush();
+      await assert.rejects(ledger.committed(), /refused/);
+      ledger.settle(await reserve(), 20, record(account.id, key.id, 20));
+      await ledger.committed();
+      assert.deepEqual(await store.usage.sumForKey(account.id, key.id), { quota: 20, count: 1 }, 'the batch after the refused one is committed, alone');
+      const stored = (await store.keys.byId(key.id))!;
+      assert.deepEqual([stored.used_quota, stored.remain_quota], [20, 10_000 - 20]);
+      assert.equal(1_000_000 - (await store.accounts.get(account.id))!.balance, 20, 'the account paid what the records say');
+      const logged = lines.map((line) => JSON.parse(line)).find((entry) => /refused a billing batch/.test(entry.msg));
+      assert.ok(logged, `the refused batch is logged: ${lines.join('')}`);
+      assert.deepEqual(logged.charges.map((charge: { quota: number }) => charge.quota), [30]);
+      assert.ok(logged.usage[0].rows.includes('bad\\u0000channel'), 'with its usage rows');
+    } finally {
+      await ledger.close();
+    }
   });
 
   test('leases past their expiry are reaped by any process; renewed ones are not', async () => {

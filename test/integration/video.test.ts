@@ -3,6 +3,7 @@
 // a `video-legacy` channel against the mock upstream. The supervisor's poller is called directly.
 import assert from 'node:assert/strict';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
+import { Client } from 'pg';
 import { startMockUpstream, type MockUpstream } from '../../scripts/mock-upstream';
 import { EMBEDDED_CONFIG } from '../../src/config';
 import { createLogger } from '../../src/log';
@@ -284,6 +285,32 @@ for (const { front, backend, label, skip } of STORE_SETUPS) describe(`legacy vid
     await context().ledger.flush();
     assert.deepEqual((await money()), start);
     await assertUsedEqualsRecords();
+  });
+
+  test('a submit whose charge the database refuses: 500 STORE_UNAVAILABLE, no task kept, nothing refunded, and the money still agrees', { skip: backend !== 'postgres' }, async () => {
+    const sql = new Client({ connectionString: (context().config.store as { url: string }).url });
+    await sql.connect();
+    try {
+      // the database refuses the submit's usage row as a check violation (SQLSTATE 23514), as it would a value it cannot hold
+      await sql.query(`CREATE FUNCTION refuse_video_rows() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN IF NEW.endpoint = 'video.submit' THEN RAISE EXCEPTION 'refused by the test' USING ERRCODE = '23514'; END IF; RETURN NEW; END $$`);
+      await sql.query('CREATE TRIGGER refuse_video_rows BEFORE INSERT ON usage_records FOR EACH ROW EXECUTE FUNCTION refuse_video_rows()');
+      const start = await money();
+      const tasksBefore = (await sql.query('SELECT count(*)::integer AS count FROM video_tasks')).rows[0].count;
+      const submitted = await submit({ prompt: 'a lighthouse in fog' });
+      assertVideoError(submitted, 500, 'STORE_UNAVAILABLE');
+      assert.match(submitted.body.message, /charge/);
+      assert.equal((await sql.query('SELECT count(*)::integer AS count FROM video_tasks')).rows[0].count, tasksBefore, 'no task kept');
+      await context().ledger.flush();
+      assert.deepEqual(await money(), start, 'nothing charged and nothing refunded');
+    } finally {
+      await sql.query('DROP TRIGGER IF EXISTS refuse_video_rows ON usage_records');
+      await sql.query('DROP FUNCTION IF EXISTS refuse_video_rows()');
+      await sql.end();
+    }
+    // the next submit is charged and kept as usual
+    const next = await submit({ prompt: 'a lighthouse at dawn' });
+    assert.equal(next.status, 200, JSON.stringify(next.body));
   });
 
   test('config video.enabled=false turns the routes off with a clear message', async () => {

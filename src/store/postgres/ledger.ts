@@ -13,7 +13,7 @@
 // an id, and the worker undoes such a grant by its id as soon as the database answers again.
 import { DatabaseError, type Pool } from 'pg';
 import { toUsageRow, type UsageGroup, type UsageRecord } from '../records';
-import type { Charge, LeaseAsk, LeaseGrant, LeaseShortfall, LedgerStore } from '../types';
+import { BatchRefused, type Charge, type LeaseAsk, type LeaseGrant, type LeaseShortfall, type LedgerStore } from '../types';
 import { GatewayError } from '../../errors';
 import { storeUnavailable } from '../unavailable';
 import { RENEW_LEASES_SQL } from './schema';
@@ -148,7 +148,7 @@ export class PostgresLedger implements LedgerStore {
   /**
    * One batch, applied exactly once. An error the database answered with (a DatabaseError)
    * means the transaction was rolled back: it is thrown, and the worker sends the charges again with
-   * its next batch. Any other failure (the connection dropped, the answer never came) leaves it
+   * its next batch; one about the batch's content is thrown as BatchRefused (the worker drops it). Any other failure (the connection dropped, the answer never came) leaves it
    * unknown whether the batch was committed: it is sent again under the same id, which the database
    * applies at most once, until it gets an answer. Batches of one worker are committed in order.
    */
@@ -162,7 +162,8 @@ export class PostgresLedger implements LedgerStore {
         await this.pool.query('SELECT tollgate_commit($1, $2, $3, $4)', values);
         return;
       } catch (error) {
-        if (error instanceof DatabaseError) throw error;
+        // a data exception or an integrity violation (SQLSTATE classes 22, 23) is about the batch's content
+        if (error instanceof DatabaseError) throw /^2[23]/.test(error.code ?? '') ? new BatchRefused(error) : error;
         if (attempt === 0) this.onTrouble(error as Error, 'committing a billing batch (sent again until the database answers)');
         await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 100 * 2 ** Math.min(attempt, 5))));
       }
