@@ -335,8 +335,15 @@ export class Ledger {
     const found = this.store.keys.findByDigest(reservation.key.digest);
     if (found === reservation.key) return true;
     if (isPromise(found)) {
-      // the record is being read (a networked store's copy was dropped by a change): follow once it is here
-      reservation.moving = found.then((key) => { reservation.moving = null; if (key && this.follow(reservation, need)) return; return reservation.moving ?? undefined; });
+      // The record is being read (a networked store's copy was dropped by a change): follow once it
+      // is here. A read that fails (the database out of reach) leaves the call on the lease it has.
+      reservation.moving = found.then((key) => {
+        reservation.moving = null;
+        if (key && !this.follow(reservation, need)) return reservation.moving ?? undefined;
+      }, () => {
+        // the store reports its own trouble; one line per call here would only repeat it
+        reservation.moving = null;
+      });
       return false;
     }
     // a deleted key: the call ends on the lease it has

@@ -50,6 +50,8 @@ export interface CallScope {
    * (a settlement waiting for a changed cap's lease is charged when that lease has grown).
    */
   charged(): number;
+  /** the key's epoch (cap) the settled call was charged under */
+  chargedUnder(): number;
 }
 
 /** What a relay holds of its call for the call's life (never the parsed request: see HeldRequest). */
@@ -177,6 +179,10 @@ class BilledScope implements CallScope {
 
   charged(): number {
     return this.record?.quota ?? 0;
+  }
+
+  chargedUnder(): number {
+    return this.admission.reservation.key.epoch;
   }
 
   /** The call is over: its in-flight counts are given back, and its concurrency slot if it never settled. */

@@ -74,7 +74,7 @@ export async function submitVideoTask(call: VideoSubmitCall): Promise<StoredVide
   });
   const task: StoredVideoTask = {
     ...newVideoTask({ info, accountId: caller.account.id, keyId: caller.key.id, quota: settled?.charged() ?? 0, channel: channelName, now: Date.now() }),
-    upstreamTaskId, channelKeyIndex,
+    upstreamTaskId, channelKeyIndex, keyEpoch: settled?.chargedUnder(),
   };
   try {
     await context.store.tasks.create(task);
@@ -82,7 +82,7 @@ export async function submitVideoTask(call: VideoSubmitCall): Promise<StoredVide
     await context.store.ledger.refundCharge(caller.account.id, caller.key.id, task.quota, usageRecord({
       caller, model, channel: channelName, endpoint: 'video.refund', startedAt, firstByteAt: null, promptTokens: 0, completionTokens: 0,
       quota: -task.quota, status: 500, endReason: 'refund', usageSource: 'per_call', stream: false,
-    }));
+    }), task.keyEpoch);
     throw error;
   }
   return task;

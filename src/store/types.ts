@@ -203,7 +203,7 @@ export interface Charge {
 
 export interface LedgerStore {
   /** A refund of an already committed charge (failed or timed-out video task), in one transaction. */
-  refundCharge(accountId: number, keyId: number, quota: number, record?: Omit<UsageRecord, 'id'>): Promise<void>;
+  refundCharge(accountId: number, keyId: number, quota: number, record?: Omit<UsageRecord, 'id'>, keyEpoch?: number): Promise<void>;
   /** Leases quota to a worker from the key (unless keyId is null) and the account: all or nothing. */
   acquire(workerId: string, keyId: number | null, keyAsk: LeaseAsk, accountId: number, accountAsk: LeaseAsk): Promise<LeaseGrant | LeaseShortfall>;
   /** Commits settled charges and their usage records in one transaction (never awaited by a response). */
@@ -242,7 +242,11 @@ export interface UsageStore {
 }
 
 /** A stored task: the public fields plus which of the channel's keys submitted it (tasks may be key-scoped upstream). */
-export type StoredVideoTask = VideoTask & { channelKeyIndex?: number };
+export type StoredVideoTask = VideoTask & {
+  channelKeyIndex?: number;
+  /** the key's epoch (cap) its charge was taken under: a refund gives remain_quota back only under that cap (absent: tasks of older releases) */
+  keyEpoch?: number;
+};
 
 export interface TaskRefund {
   record: Omit<UsageRecord, 'id'>;

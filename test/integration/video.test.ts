@@ -168,6 +168,23 @@ for (const { front, backend, label, skip } of STORE_SETUPS) describe(`legacy vid
     assert.deepEqual((await money()), start, 'a finished task is never refunded twice');
   });
 
+  test('a failed task charged under a cap its owner has set since: the refund goes back to the account and leaves remain_quota as the owner set it', async () => {
+    const own = await createKey(gateway, gateway.adminToken, 'video-recapped', 10_000_000);
+    const balanceBefore = (await context().store.accounts.get(1))!.balance;
+    const submitted = await submit({ prompt: 'this one will fail too', model: 'veo3-fast' }, own.key);
+    assert.equal(submitted.status, 200, JSON.stringify(submitted.body));
+    const object = (await call(gateway.url, 'GET', `/api/token/${own.id}`, { token: gateway.adminToken })).json.data;
+    delete object.key;
+    const updated = await call(gateway.url, 'PUT', '/api/token/', { token: gateway.adminToken, body: { ...object, remain_quota: 1_000 } });
+    assert.equal(updated.json.success, true, updated.text);
+    await pollOnce();
+    await pollOnce();
+    assert.equal((await status(submitted.body.data.taskId, own.key)).body.data.status, 'failed');
+    const after = (await context().store.keys.byId(own.id))!;
+    assert.deepEqual([after.remain_quota, after.used_quota], [1_000, 0], 'the key has what its owner set, and used nothing');
+    assert.equal((await context().store.accounts.get(1))!.balance, balanceBefore, 'the account has its money back');
+  });
+
   test('a task not finished within timeoutHours fails and is refunded', async () => {
     const start = await money();
     const { taskId } = (await submit({ prompt: 'slow one' })).body.data;

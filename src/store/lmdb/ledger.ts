@@ -31,14 +31,16 @@ function release(holder: LeaseHolder, workerId: string, amount: number): void {
 /**
  * Gives a committed charge back: the key's remain_quota (unless unlimited) and the account balance
  * grow by `quota`, both used_quota shrink by it, and `record` (a negative-quota usage record, so
- * used_quota stays the sum of the records) is appended. Must run inside a write transaction.
+ * used_quota stays the sum of the records) is appended. A charge taken under an older cap of the
+ * key (`keyEpoch`: the owner set remain_quota since) leaves remain_quota as the owner set it, as
+ * its commit did. Must run inside a write transaction.
  */
-export function creditRefund(databases: Databases, accountId: number, keyId: number, quota: number, record?: Omit<UsageRecord, 'id'>): void {
+export function creditRefund(databases: Databases, accountId: number, keyId: number, quota: number, record?: Omit<UsageRecord, 'id'>, keyEpoch?: number): void {
   const { keys, accounts, usage } = databases;
   const key = keys.get(keyId) as KeyRecord | undefined;
   if (key) {
     const updated = { ...key, used_quota: Math.max(0, key.used_quota - quota) };
-    if (!key.unlimited_quota) updated.remain_quota = key.remain_quota + quota;
+    if (!key.unlimited_quota && (keyEpoch === undefined || keyEpoch === key.epoch)) updated.remain_quota = key.remain_quota + quota;
     keys.putSync(key.id, updated);
   }
   const account = accounts.get(accountId) as AccountRecord | undefined;
@@ -53,8 +55,8 @@ export class LmdbLedger implements LedgerStore {
   constructor(private readonly databases: Databases) {}
 
   /** A refund of an already committed charge (failed or timed-out video task), in one transaction. */
-  async refundCharge(accountId: number, keyId: number, quota: number, record?: Omit<UsageRecord, 'id'>): Promise<void> {
-    await this.databases.root.transaction(() => creditRefund(this.databases, accountId, keyId, quota, record));
+  async refundCharge(accountId: number, keyId: number, quota: number, record?: Omit<UsageRecord, 'id'>, keyEpoch?: number): Promise<void> {
+    await this.databases.root.transaction(() => creditRefund(this.databases, accountId, keyId, quota, record, keyEpoch));
   }
 
   /**

@@ -46,7 +46,7 @@ export class LmdbTasks implements TaskStore {
       if (!stored || stored.status !== 'processing') return false;
       tasks.putSync(TASK + task.taskId, task);
       if (task.status !== 'processing') tasks.removeSync(OPEN + task.taskId);
-      if (refund && task.quota > 0) creditRefund(this.databases, task.accountId, task.keyId, task.quota, refund.record);
+      if (refund && task.quota > 0) creditRefund(this.databases, task.accountId, task.keyId, task.quota, refund.record, task.keyEpoch);
       return true;
     });
   }

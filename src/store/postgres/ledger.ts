@@ -218,8 +218,8 @@ export class PostgresLedger implements LedgerStore {
     return reaped;
   }
 
-  async refundCharge(accountId: number, keyId: number, quota: number, record?: Omit<UsageRecord, 'id'>): Promise<void> {
-    await this.pool.query('SELECT tollgate_refund($1, $2, $3, $4)', [accountId, keyId, quota, record ? JSON.stringify(toUsageRow(record)) : null]);
+  async refundCharge(accountId: number, keyId: number, quota: number, record?: Omit<UsageRecord, 'id'>, keyEpoch?: number): Promise<void> {
+    await this.pool.query('SELECT tollgate_refund($1, $2, $3, $4, $5)', [accountId, keyId, quota, record ? JSON.stringify(toUsageRow(record)) : null, keyEpoch ?? null]);
   }
 
   close(): void {

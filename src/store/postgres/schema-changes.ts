@@ -267,3 +267,22 @@ BEGIN
   RETURN true;
 END $$;
 `;
+
+/**
+ * v8: a refund of a charge taken under an older cap of its key (p_key_epoch; the owner set
+ * remain_quota since) leaves remain_quota as the owner set it, as the charge's commit did (v7).
+ * NULL: the charge's cap is not known (a task of an older release), refunded as before.
+ */
+export const V8_REFUND_EPOCHS = `
+CREATE FUNCTION tollgate_refund(p_account bigint, p_key bigint, p_quota bigint, p_row json, p_key_epoch integer) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE keys SET used_quota = GREATEST(0, used_quota - p_quota),
+    remain_quota = CASE WHEN unlimited_quota OR (p_key_epoch IS NOT NULL AND p_key_epoch <> epoch) THEN remain_quota ELSE remain_quota + p_quota END
+    WHERE id = p_key;
+  UPDATE accounts SET used_quota = GREATEST(0, used_quota - p_quota), balance = balance + p_quota WHERE id = p_account;
+  IF p_row IS NOT NULL THEN
+    PERFORM tollgate_insert_rows(json_build_array(p_row));
+  END IF;
+END $$;
+`;

@@ -10,7 +10,7 @@
 //   account: leased ≤ balance,                     balance ≥ 0.
 import type { PoolClient } from 'pg';
 import { V1_SQL } from './schema-v1';
-import { V2_BATCH_IDS, V3_OPERATIONS, V4_GRANT_IDS, V5_GIVE_BACK_IDS, V6_LOCK_ORDER, V7_CAP_EPOCHS } from './schema-changes';
+import { V2_BATCH_IDS, V3_OPERATIONS, V4_GRANT_IDS, V5_GIVE_BACK_IDS, V6_LOCK_ORDER, V7_CAP_EPOCHS, V8_REFUND_EPOCHS } from './schema-changes';
 
 export interface Migration { version: number; name: string; sql: string }
 
@@ -30,6 +30,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 5, name: 'give-back ids (a give-back whose answer was lost is sent again)', sql: V5_GIVE_BACK_IDS },
   { version: 6, name: 'one lock order for leases (an acquisition renews only what it takes)', sql: V6_LOCK_ORDER },
   { version: 7, name: 'a charge under an older cap of its key leaves the new remain_quota as set', sql: V7_CAP_EPOCHS },
+  { version: 8, name: 'a refund of a charge under an older cap of its key leaves remain_quota as set', sql: V8_REFUND_EPOCHS },
 ];
 
 /** Applies the migrations this database lacks, under an advisory lock; returns the versions applied. */

@@ -30,7 +30,8 @@ export class PostgresTasks implements TaskStore {
         [task.taskId, JSON.stringify(task), task.status === 'processing']);
       if (!rowCount) return false;
       if (refund && task.quota > 0) {
-        await client.query('SELECT tollgate_refund($1, $2, $3, $4)', [task.accountId, task.keyId, task.quota, JSON.stringify(toUsageRow(refund.record))]);
+        await client.query('SELECT tollgate_refund($1, $2, $3, $4, $5)',
+          [task.accountId, task.keyId, task.quota, JSON.stringify(toUsageRow(refund.record)), task.keyEpoch ?? null]);
       }
       return true;
     });
