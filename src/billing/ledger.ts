@@ -49,6 +49,8 @@ export interface Reservation {
   done: boolean;
   /** the move to a changed cap's lease while that lease grows (at most one at a time) */
   moving: Promise<void> | null;
+  /** during a move: the most the new cap can hold for the call (what its lease has and the key has free) */
+  ceiling: number;
 }
 
 interface QueuedCharge { charge: Charge; keyLease: Lease | null; accountLease: Lease }
@@ -176,7 +178,7 @@ export class Ledger {
     if (keyLease) keyLease.reserved += amount;
     accountLease.reserved += amount;
     this.prefetch(key, account, keyLease, accountLease, amount);
-    return { keyId: key.id, accountId: account.id, key, amount, keyLease, accountLease, done: false, moving: null };
+    return { keyId: key.id, accountId: account.id, key, amount, keyLease, accountLease, done: false, moving: null, ceiling: Number.POSITIVE_INFINITY };
   }
 
   private async reserveGrowing(key: KeyRecord, account: AccountRecord, amount: number): Promise<Reservation> {
@@ -204,7 +206,7 @@ export class Ledger {
         if (keyLease) keyLease.reserved += amount;
         accountLease.reserved += amount;
         this.prefetch(key, account, keyLease, accountLease, amount);
-        return { keyId: key.id, accountId: account.id, key, amount, keyLease, accountLease, done: false, moving: null };
+        return { keyId: key.id, accountId: account.id, key, amount, keyLease, accountLease, done: false, moving: null, ceiling: Number.POSITIVE_INFINITY };
       }
       if (round >= MAX_GROW_ROUNDS) {
         this.options.observer?.refusal(accountNeed > 0 ? 'balance' : 'key_quota');
@@ -300,7 +302,8 @@ export class Ledger {
    * changed while the call runs bounds it from then on (follow).
    */
   chargeable(reservation: Reservation, quota: number): number {
-    if (reservation.done || !this.follow(reservation, reservation.amount)) return Math.min(quota, reservation.amount);
+    if (reservation.done) return Math.min(quota, reservation.amount);
+    if (!this.follow(reservation, reservation.amount)) return Math.min(quota, reservation.amount, reservation.ceiling);
     return this.extended(reservation, quota);
   }
 
@@ -326,7 +329,8 @@ export class Ledger {
    * the call runs (a PUT of remain_quota or unlimited_quota starts a new epoch, and the store drops
    * the old leases with it): the reservation then moves to this worker's lease of the new cap, at
    * most `need` of it (what the call can still be charged). When that lease holds too little, it
-   * grows in the background (`reservation.moving`) and this answers false until it has; a new cap
+   * grows in the background (`reservation.moving`) and this answers false until it has, with the
+   * most the new cap can hold as `reservation.ceiling` (a stream past it is cut at once); a new cap
    * with less free than `need` leaves the reservation at what it has. So a call in flight is
    * charged from the new cap, never past it.
    */
@@ -353,14 +357,16 @@ export class Ledger {
     const lease = this.lease(this.keyLeases, found.id, found.epoch);
     const wanted = Math.min(need, reservation.amount);
     if (lease.available >= wanted) { this.moveTo(reservation, found, lease, wanted); return true; }
+    reservation.ceiling = lease.available + Math.max(0, found.remain_quota - found.leased);
     reservation.moving = this.store.ledger.acquire(this.workerId, found.id, { need: 0, extra: wanted - lease.available, share: 1 },
       reservation.accountId, { need: 0, extra: 0, share: 0 })
       .then((grant) => {
         if (!('shortfall' in grant) && grant.key) this.credit(this.keyLeases, found.id, grant.key);
       })
-      .catch((error: unknown) => this.log.warn({ err: error, key: found.id }, 'a lease under a changed cap could not be taken; the call moves to what the worker holds'))
+      .catch((error: unknown) => this.log.warn({ err: error, key_id: found.id }, 'a lease under a changed cap could not be taken; the call moves to what the worker holds'))
       .then(() => {
         reservation.moving = null;
+        reservation.ceiling = Number.POSITIVE_INFINITY;
         const current = this.lease(this.keyLeases, found.id, found.epoch);
         if (current.epoch === found.epoch) this.moveTo(reservation, found, current, Math.min(wanted, Math.max(0, current.available)));
       });
@@ -391,7 +397,7 @@ export class Ledger {
       const booked = this.waitForMove(reservation).then(() => { this.book(reservation, quota, record); });
       this.moving.add(booked);
       void booked.finally(() => this.moving.delete(booked));
-      return Math.min(quota, reservation.amount);
+      return Math.min(quota, reservation.amount, reservation.ceiling);
     }
     reservation.done = true;
     return this.book(reservation, quota, record);

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import OpenAI from 'openai';
+import type { MockFault } from '../../scripts/mock-upstream/types';
 import { call, STORE_SETUPS, stopClusterEngines } from '../helpers/gateway';
 import { assertMoneyInvariants, moneySnapshot, type MoneySnapshot } from '../helpers/money';
 import {
@@ -261,9 +262,9 @@ for (const { front, backend, label, skip } of STORE_SETUPS) describe(`billing of
    * A chat call whose upstream pauses (the stream after its second chunk, the answer before its
    * headers) while `during` runs; its usage is reported as `completionTokens`.
    */
-  async function pausedCall(key: string, stream: boolean, completionTokens: number, during: () => Promise<void>): Promise<{ status: number; text: string }> {
-    setup.mock.script(stream ? { silenceAfterChunks: 2, silenceMs: 600, usageOverride: { completion_tokens: completionTokens } }
-      : { delayHeadersMs: 600, usageOverride: { completion_tokens: completionTokens } });
+  async function pausedCall(key: string, stream: boolean, completionTokens: number, during: () => Promise<void>, fault: MockFault = {}): Promise<{ status: number; text: string }> {
+    setup.mock.script(stream ? { silenceAfterChunks: 2, silenceMs: 600, usageOverride: { completion_tokens: completionTokens }, ...fault }
+      : { delayHeadersMs: 600, usageOverride: { completion_tokens: completionTokens }, ...fault });
     const upstreamCalls = setup.mock.requests.length;
     const response = await fetch(`${setup.url}/v1/chat/completions`, {
       method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
@@ -307,6 +308,22 @@ for (const { front, backend, label, skip } of STORE_SETUPS) describe(`billing of
     assert.equal(record.end_reason, 'quota_bounded');
     const object = await keyObject(setup.url, admin(), key.id);
     assert.deepEqual([object.remain_quota, object.used_quota], [0, 100]);
+  });
+
+  test('remain_quota lowered below what a stream in flight has delivered: the stream is cut there, and charged at most the new value', async () => {
+    const key = await createKey(setup.url, admin(), { name: 'lowered-cut', remain_quota: 1_000_000 });
+    // 20 pieces of 4,000 characters: the output weighed after the first 32 KiB is far past 100 quota
+    const answer = await pausedCall(key.key, true, LONG_ANSWER, async () => { await putCap(key.id, { remain_quota: 100 }); }, { pieceText: 'word '.repeat(800) });
+    assert.equal(answer.status, 200);
+    const pieces = answer.text.split('\n\n').filter((event) => event.includes('word word'));
+    assert.ok(pieces.length < 20, `cut: ${pieces.length} of 20 pieces delivered`);
+    assert.match(answer.text, /quota/, 'the stream says why it ended');
+    await setup.gateway.gateway.context.ledger.whenIdle();
+    await flushCharges(setup);
+    const [record] = (await store().usage.list(1, { keyId: key.id }, 0, 10)).items;
+    assert.ok(record.quota <= 100, `charged ${record.quota}`);
+    const object = await keyObject(setup.url, admin(), key.id);
+    assert.deepEqual([object.remain_quota, object.used_quota], [100 - record.quota, record.quota]);
   });
 
   test('remain_quota lowered while a non-stream call waits for its answer: charged at most the new value, remain_quota not clamped', async () => {

@@ -2,8 +2,8 @@
 // LMDB serves them from its memory map: a database round trip per call would cost more than the
 // rest of the call. Each process LISTENs on `tollgate_changes`; the triggers of the schema announce
 // every change of what is cached (status, allowlist, expiry, epoch, deletion …), from any node or
-// the CLI, and the copy is dropped at once: "disable a key → 401" holds across nodes within the
-// notification's delivery (about a millisecond). While the listening connection is down every
+// the CLI, and the copy is dropped at once (a key's is read again at once): "disable a key → 401"
+// holds across nodes within the notification's delivery (about a millisecond). While the listening connection is down every
 // lookup reads the database; only when that fails too (PostgreSQL unreachable) is the last copy
 // served, so calls covered by the leases a worker holds go on. The copies are dropped when the
 // feed is back (changes may have been missed). Money columns are not announced: the cached records' balance, used_quota and
@@ -92,7 +92,15 @@ export class HotCache {
     if (kind === 'n') this.unknown.clear();
     else if (kind === 'k') {
       const digest = this.keyDigests.get(id);
-      if (digest !== undefined) { this.keys.delete(digest); this.keyDigests.delete(id); }
+      if (digest !== undefined) {
+        this.keys.delete(digest);
+        // Read again at once (a read already on its way started before this change and is not
+        // kept): a key in use is looked up by its next call, and by the calls in flight on it,
+        // which follow a changed cap (Ledger.follow) and should find it in memory.
+        this.loadingKeys.delete(digest);
+        if (this.live) Promise.resolve(this.key(digest)).catch(() => undefined);
+        else this.keyDigests.delete(id);
+      }
     } else if (kind === 'a') this.accounts.delete(id);
   }
 
@@ -127,7 +135,7 @@ export class HotCache {
         const last = this.keys.get(digest);
         if (last !== undefined) return last;
         throw storeUnavailable(error);
-      }).finally(() => this.loadingKeys.delete(digest));
+      }).finally(() => { if (this.loadingKeys.get(digest) === loading) this.loadingKeys.delete(digest); });
       this.loadingKeys.set(digest, loading);
     }
     return loading;
