@@ -147,6 +147,40 @@ for (const { front, backend, label, skip } of SETUPS) describe(`money under host
     assert.equal((await records(1, key.id))[0].end_reason, 'client_gone');
   });
 
+  test('12 streams in flight when their key\'s cap is lowered to 150, half of their clients leaving after it: together charged at most 150, remain_quota exactly what is left', async () => {
+    const key = await createKey(setup.url, admin(), { remain_quota: 2_000_000 });
+    const object = (await call(setup.url, 'GET', `/api/token/${key.id}`, { token: admin() })).json.data;
+    const usedBefore = (await store().keys.byId(key.id))!.used_quota;
+    // each pauses after 2 of its 3,000 chunks, then reports 100,000 completion tokens (30,000 quota)
+    setup.mock.script({ silenceAfterChunks: 2, silenceMs: 700, usageOverride: { completion_tokens: 100_000 } }, 12);
+    const streams = await Promise.all(Array.from({ length: 12 }, async () => {
+      const controller = new AbortController();
+      const response = await fetch(`${setup.url}/v1/chat/completions`, {
+        method: 'POST', signal: controller.signal, headers: { 'content-type': 'application/json', authorization: `Bearer ${key.key}` },
+        body: JSON.stringify({ model: 'mock-chat', stream: true, max_tokens: 200_000, messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      const reader = response.body!.getReader();
+      await reader.read();
+      return { status: response.status, controller, reader };
+    }));
+    assert.deepEqual(streams.map((stream) => stream.status), Array(12).fill(200));
+    delete object.key;
+    const updated = await call(setup.url, 'PUT', '/api/token/', { token: admin(), body: { ...object, remain_quota: 150 } });
+    assert.equal(updated.json.success, true, updated.text);
+    await Promise.all(streams.map(async ({ controller, reader }, index) => {
+      try {
+        if (index % 2 === 0) { await sleep(750); controller.abort(); return; }
+        while (!(await reader.read()).done) { /* read to the end */ }
+      } catch { /* the client left */ }
+    }));
+    await eventually(async () => { await flushCharges(setup); return (await records(1, key.id)).length === 12; }, 5000, 'a record for each of the 12 calls');
+    await setup.gateway.gateway.context.ledger.whenIdle();
+    const charged = await settled('cap lowered under 12 streams');
+    assert.ok(charged <= 150, `charged ${charged} after the cap was set to 150`);
+    const after = (await store().keys.byId(key.id))!;
+    assert.equal(after.remain_quota, 150 - (after.used_quota - usedBefore), 'remain_quota is what the owner set less what was charged after, never clamped');
+  });
+
   for (const [path, body] of [
     ['/v1/chat/completions', { model: 'mock-chat', messages: [{ role: 'user', content: 'hi' }] }],
     ['/v1/chat/completions', { model: 'mock-chat', stream: true, messages: [{ role: 'user', content: 'hi' }] }],
