@@ -24,6 +24,9 @@ const LEASE_EXTRA_CAP = 500_000;
 const LEASE_SHARE = 0.25;
 /** a reservation waits for at most this many lease growths before it gives up */
 const MAX_GROW_ROUNDS = 4;
+/** a key's record read this recently (by an admission or a settlement) is trusted at settlement without a read */
+export const KEY_FRESH_MS = 20;
+const KEYS_SEEN_LIMIT = 10_000;
 
 class Lease {
   granted = 0;
@@ -54,6 +57,11 @@ export interface Reservation {
 }
 
 interface QueuedCharge { charge: Charge; keyLease: Lease | null; accountLease: Lease }
+
+/** The newest epoch of a key this worker has read, and when it last read the key's record. */
+class KeySeen {
+  constructor(public epoch: number, public at: number) {}
+}
 
 /**
  * A queued charge as it is committed. One drawn on a lapsed lease names no epoch (-1, as for an
@@ -131,6 +139,8 @@ export class Ledger {
   private readonly waitingDemand = new Map<string, number>();
   /** settlements waiting for their call to move to a changed cap's lease (see settle) */
   private readonly moving = new Set<Promise<unknown>>();
+  /** per key id: what this worker last read of the key (see follow) */
+  private readonly keysSeen = new Map<number, KeySeen>();
 
   constructor(private readonly store: Store, private readonly workerId: string, private readonly log: Logger,
     private readonly options: LedgerOptions = {}) {
@@ -172,6 +182,7 @@ export class Ledger {
   tryReserve(key: KeyRecord, account: AccountRecord, amount: number): Reservation | null {
     const now = Date.now();
     this.checkHeld(now);
+    this.saw(key, now);
     const keyLease = key.unlimited_quota ? null : this.lease(this.keyLeases, key.id, key.epoch, now);
     const accountLease = this.lease(this.accountLeases, account.id, account.epoch, now);
     if ((keyLease !== null && keyLease.available < amount) || accountLease.available < amount) return null;
@@ -198,6 +209,7 @@ export class Ledger {
     let reclaimed = false;
     for (let round = 0; ; round += 1) {
       this.checkHeld(Date.now());
+      this.saw(key, Date.now());
       const keyLease = key.unlimited_quota ? null : this.lease(this.keyLeases, key.id, key.epoch);
       const accountLease = this.lease(this.accountLeases, account.id, account.epoch);
       const keyNeed = keyLease ? Math.max(0, amount - keyLease.available) : 0;
@@ -336,14 +348,24 @@ export class Ledger {
    */
   private follow(reservation: Reservation, need: number): boolean {
     if (reservation.moving !== null) return false;
+    // A read of the key is a read transaction of its own in this event-loop turn (LMDB renews one
+    // per turn), so a record read in the last KEY_FRESH_MS, by an admission or a settlement, stands
+    // for it: a busy key is not read again at each settlement, and a change reaches it through the
+    // next admission, which reads the key.
+    const now = Date.now();
+    const seen = this.keysSeen.get(reservation.keyId);
+    if (seen !== undefined && seen.epoch === reservation.key.epoch && now - seen.at < KEY_FRESH_MS) return true;
     const found = this.store.keys.findByDigest(reservation.key.digest);
+    if (found !== undefined && !isPromise(found)) this.saw(found, now);
     if (found === reservation.key) return true;
     if (isPromise(found)) {
       // The record is being read (a networked store's copy was dropped by a change): follow once it
       // is here. A read that fails (the database out of reach) leaves the call on the lease it has.
       reservation.moving = found.then((key) => {
         reservation.moving = null;
-        if (key && !this.follow(reservation, need)) return reservation.moving ?? undefined;
+        if (key === undefined) return;
+        this.saw(key, Date.now());
+        if (!this.follow(reservation, need)) return reservation.moving ?? undefined;
       }, () => {
         // the store reports its own trouble; one line per call here would only repeat it
         reservation.moving = null;
@@ -371,6 +393,18 @@ export class Ledger {
         if (current.epoch === found.epoch) this.moveTo(reservation, found, current, Math.min(wanted, Math.max(0, current.available)));
       });
     return false;
+  }
+
+  /** Notes a read of `key`'s record: its epoch, when it is the newest seen, and the time. */
+  private saw(key: KeyRecord, now: number): void {
+    const seen = this.keysSeen.get(key.id);
+    if (seen === undefined) {
+      if (this.keysSeen.size >= KEYS_SEEN_LIMIT) this.keysSeen.clear();
+      this.keysSeen.set(key.id, new KeySeen(key.epoch, now));
+    } else if (key.epoch >= seen.epoch) {
+      seen.epoch = key.epoch;
+      seen.at = now;
+    }
   }
 
   /** The reservation leaves its old key lease for `lease` (null: unlimited), holding `amount`; what it held beyond goes back to the account lease. */
