@@ -6,7 +6,7 @@ import { rmSync } from 'node:fs';
 import { getPriority } from 'node:os';
 import { afterEach, beforeEach, test } from 'node:test';
 import { apiKeyDigest, generateApiKey, loadMasterKey, maskKey, seal } from '../../src/auth/secrets';
-import { Ledger } from '../../src/billing/ledger';
+import { KEY_FRESH_MS, Ledger } from '../../src/billing/ledger';
 import { KEY_DEFAULTS } from '../../src/formats/token-fields';
 import { createLogger } from '../../src/log';
 import { LEDGER_WRITER_NICE, type KeyRecord, type UsageRecord } from '../../src/store';
@@ -157,6 +157,25 @@ test('a cap change bumps the epoch: an old lease cannot be drawn on', async () =
   await worker.flush();
   assert.equal(fresh(ids).key.remain_quota, 0);
   await insufficient(() => worker.reserve(fresh(ids).key, fresh(ids).account, 1), /key/);
+});
+
+test('a cap changed by another worker while a call is in flight: the call is charged from the new cap, in both workers\' books', async () => {
+  const ids = await setup(1_000_000, { remain_quota: 100_000 });
+  const serving = ledger('w-serving');
+  const owner = ledger('w-owner');
+  const call = await serving.reserve(fresh(ids).key, fresh(ids).account, 5_000);
+  // the owner's worker writes the PUT; the serving worker has not read the key since the call's admission
+  await store.keys.replace(ids.accountId, ids.keyId, { ...fresh(ids).key, remain_quota: 300 });
+  await new Promise((resolve) => setTimeout(resolve, KEY_FRESH_MS + 5));
+  const charged = serving.settle(call, 4_000, record(ids, 4_000));
+  await serving.flush();
+  assert.ok(charged <= 4_000);
+  const key = store.keys.byId(ids.keyId)!;
+  assert.deepEqual([key.used_quota, key.remain_quota], [300, 0], 'charged what the new cap had, remain_quota not clamped');
+  assert.deepEqual(store.usage.list(ids.accountId, {}, 0, 10).items.map((item) => [item.quota, item.end_reason]), [[300, 'quota_bounded']]);
+  // nothing is left of the new cap for either worker
+  await insufficient(() => owner.reserve(fresh(ids).key, fresh(ids).account, 1), /key/);
+  await insufficient(() => serving.reserve(fresh(ids).key, fresh(ids).account, 1), /key/);
 });
 
 test('a dead worker: reap returns its leases (open reservations included)', async () => {
