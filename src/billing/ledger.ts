@@ -50,10 +50,12 @@ export interface Reservation {
   keyLease: Lease | null;
   readonly accountLease: Lease;
   done: boolean;
-  /** the move to a changed cap's lease while that lease grows (at most one at a time) */
-  moving: Promise<void> | null;
-  /** during a move: the most the new cap can hold for the call (what its lease has and the key has free) */
-  ceiling: number;
+}
+
+/** A reservation's move to a changed cap's lease while that lease grows (see Ledger.follow). */
+class Move {
+  /** `ceiling`: the most the new cap can hold for the call (what its lease has and the key has free) */
+  constructor(readonly promise: Promise<void>, readonly ceiling = Number.POSITIVE_INFINITY) {}
 }
 
 interface QueuedCharge { charge: Charge; keyLease: Lease | null; accountLease: Lease }
@@ -138,7 +140,9 @@ export class Ledger {
   /** quota wanted by the reservations waiting for a growth of a key/account pair (sizes the next one) */
   private readonly waitingDemand = new Map<string, number>();
   /** settlements waiting for their call to move to a changed cap's lease (see settle) */
-  private readonly moving = new Set<Promise<unknown>>();
+  private readonly waiting = new Set<Promise<unknown>>();
+  /** reservations on their way to a changed cap's lease (at most one move each; rare) */
+  private readonly moves = new Map<Reservation, Move>();
   /** per key id: what this worker last read of the key (see follow) */
   private readonly keysSeen = new Map<number, KeySeen>();
 
@@ -189,7 +193,7 @@ export class Ledger {
     if (keyLease) keyLease.reserved += amount;
     accountLease.reserved += amount;
     this.prefetch(key, account, keyLease, accountLease, amount);
-    return { keyId: key.id, accountId: account.id, key, amount, keyLease, accountLease, done: false, moving: null, ceiling: Number.POSITIVE_INFINITY };
+    return { keyId: key.id, accountId: account.id, key, amount, keyLease, accountLease, done: false };
   }
 
   private async reserveGrowing(key: KeyRecord, account: AccountRecord, amount: number): Promise<Reservation> {
@@ -218,7 +222,7 @@ export class Ledger {
         if (keyLease) keyLease.reserved += amount;
         accountLease.reserved += amount;
         this.prefetch(key, account, keyLease, accountLease, amount);
-        return { keyId: key.id, accountId: account.id, key, amount, keyLease, accountLease, done: false, moving: null, ceiling: Number.POSITIVE_INFINITY };
+        return { keyId: key.id, accountId: account.id, key, amount, keyLease, accountLease, done: false };
       }
       if (round >= MAX_GROW_ROUNDS) {
         this.options.observer?.refusal(accountNeed > 0 ? 'balance' : 'key_quota');
@@ -315,7 +319,7 @@ export class Ledger {
    */
   chargeable(reservation: Reservation, quota: number): number {
     if (reservation.done) return Math.min(quota, reservation.amount);
-    if (!this.follow(reservation, reservation.amount)) return Math.min(quota, reservation.amount, reservation.ceiling);
+    if (!this.follow(reservation, reservation.amount)) return Math.min(quota, reservation.amount, this.ceiling(reservation));
     return this.extended(reservation, quota);
   }
 
@@ -341,13 +345,13 @@ export class Ledger {
    * the call runs (a PUT of remain_quota or unlimited_quota starts a new epoch, and the store drops
    * the old leases with it): the reservation then moves to this worker's lease of the new cap, at
    * most `need` of it (what the call can still be charged). When that lease holds too little, it
-   * grows in the background (`reservation.moving`) and this answers false until it has, with the
-   * most the new cap can hold as `reservation.ceiling` (a stream past it is cut at once); a new cap
+   * grows in the background (a Move) and this answers false until it has, with the most the new
+   * cap can hold as the move's ceiling (a stream past it is cut at once); a new cap
    * with less free than `need` leaves the reservation at what it has. So a call in flight is
    * charged from the new cap, never past it.
    */
   private follow(reservation: Reservation, need: number): boolean {
-    if (reservation.moving !== null) return false;
+    if (this.moves.size > 0 && this.moves.has(reservation)) return false;
     // A read of the key is a read transaction of its own in this event-loop turn (LMDB renews one
     // per turn), so a record read in the last KEY_FRESH_MS, by an admission or a settlement, stands
     // for it: a busy key is not read again at each settlement, and a change reaches it through the
@@ -361,15 +365,15 @@ export class Ledger {
     if (isPromise(found)) {
       // The record is being read (a networked store's copy was dropped by a change): follow once it
       // is here. A read that fails (the database out of reach) leaves the call on the lease it has.
-      reservation.moving = found.then((key) => {
-        reservation.moving = null;
+      this.moves.set(reservation, new Move(found.then((key) => {
+        this.moves.delete(reservation);
         if (key === undefined) return;
         this.saw(key, Date.now());
-        if (!this.follow(reservation, need)) return reservation.moving ?? undefined;
+        if (!this.follow(reservation, need)) return this.moves.get(reservation)?.promise;
       }, () => {
         // the store reports its own trouble; one line per call here would only repeat it
-        reservation.moving = null;
-      });
+        this.moves.delete(reservation);
+      })));
       return false;
     }
     // a deleted key: the call ends on the lease it has
@@ -379,19 +383,18 @@ export class Ledger {
     const lease = this.lease(this.keyLeases, found.id, found.epoch);
     const wanted = Math.min(need, reservation.amount);
     if (lease.available >= wanted) { this.moveTo(reservation, found, lease, wanted); return true; }
-    reservation.ceiling = lease.available + Math.max(0, found.remain_quota - found.leased);
-    reservation.moving = this.store.ledger.acquire(this.workerId, found.id, { need: 0, extra: wanted - lease.available, share: 1 },
+    const growth = this.store.ledger.acquire(this.workerId, found.id, { need: 0, extra: wanted - lease.available, share: 1 },
       reservation.accountId, { need: 0, extra: 0, share: 0 })
       .then((grant) => {
         if (!('shortfall' in grant) && grant.key) this.credit(this.keyLeases, found.id, grant.key);
       })
       .catch((error: unknown) => this.log.warn({ err: error, key_id: found.id }, 'a lease under a changed cap could not be taken; the call moves to what the worker holds'))
       .then(() => {
-        reservation.moving = null;
-        reservation.ceiling = Number.POSITIVE_INFINITY;
+        this.moves.delete(reservation);
         const current = this.lease(this.keyLeases, found.id, found.epoch);
         if (current.epoch === found.epoch) this.moveTo(reservation, found, current, Math.min(wanted, Math.max(0, current.available)));
       });
+    this.moves.set(reservation, new Move(growth, lease.available + Math.max(0, found.remain_quota - found.leased)));
     return false;
   }
 
@@ -429,16 +432,21 @@ export class Ledger {
     if (!this.follow(reservation, quota)) {
       reservation.done = true;
       const booked = this.waitForMove(reservation).then(() => { this.book(reservation, quota, record); });
-      this.moving.add(booked);
-      void booked.finally(() => this.moving.delete(booked));
-      return Math.min(quota, reservation.amount, reservation.ceiling);
+      this.waiting.add(booked);
+      void booked.finally(() => this.waiting.delete(booked));
+      return Math.min(quota, reservation.amount, this.ceiling(reservation));
     }
     reservation.done = true;
     return this.book(reservation, quota, record);
   }
 
   private async waitForMove(reservation: Reservation): Promise<void> {
-    while (reservation.moving !== null) await reservation.moving;
+    for (let move = this.moves.get(reservation); move !== undefined; move = this.moves.get(reservation)) await move.promise;
+  }
+
+  /** The most a reservation on its way to a changed cap's lease may be charged until it is there. */
+  private ceiling(reservation: Reservation): number {
+    return this.moves.get(reservation)?.ceiling ?? Number.POSITIVE_INFINITY;
   }
 
   private book(reservation: Reservation, quota: number, record: Omit<UsageRecord, 'id'>): number {
@@ -474,11 +482,11 @@ export class Ledger {
   refund(reservation: Reservation): void {
     if (reservation.done) return;
     reservation.done = true;
-    if (reservation.moving === null) { this.release(reservation); return; }
+    if (!this.moves.has(reservation)) { this.release(reservation); return; }
     // a move to a changed cap's lease is on its way: give back what it holds once it is there
     const released = this.waitForMove(reservation).then(() => this.release(reservation));
-    this.moving.add(released);
-    void released.finally(() => this.moving.delete(released));
+    this.waiting.add(released);
+    void released.finally(() => this.waiting.delete(released));
   }
 
   private release(reservation: Reservation): void {
@@ -492,7 +500,7 @@ export class Ledger {
    * next one, unless the store refused its content (see refused).
    */
   flush(): Promise<void> {
-    if (this.moving.size > 0) return Promise.allSettled([...this.moving]).then(() => this.flush());
+    if (this.waiting.size > 0) return Promise.allSettled([...this.waiting]).then(() => this.flush());
     return this.commitQueued();
   }
 
@@ -564,7 +572,7 @@ export class Ledger {
 
   /** Resolves when no lease growth is in flight (a top-up may have started in the background). */
   async whenIdle(): Promise<void> {
-    while (this.growing.size > 0 || this.moving.size > 0) await Promise.allSettled([...this.growing.values(), ...this.moving]);
+    while (this.growing.size > 0 || this.waiting.size > 0) await Promise.allSettled([...this.growing.values(), ...this.waiting]);
   }
 
   /** Flush, then give every unused lease back. */
