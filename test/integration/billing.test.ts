@@ -9,7 +9,7 @@ import type { MockFault } from '../../scripts/mock-upstream/types';
 import { call, STORE_SETUPS, stopClusterEngines } from '../helpers/gateway';
 import { assertMoneyInvariants, moneySnapshot, type MoneySnapshot } from '../helpers/money';
 import {
-  client, createKey, expectApiError, expectedPerCallQuota, expectedUsageQuota, flushCharges, keyObject, MOCK_PIECES,
+  client, createKey, eventually, expectApiError, expectedPerCallQuota, expectedUsageQuota, flushCharges, keyObject, MOCK_PIECES,
   chatConfig, mockPromptTokens, postChat, startChatSetup, type ChatSetup,
 } from './chat-harness';
 
@@ -260,28 +260,30 @@ for (const { front, backend, label, skip } of STORE_SETUPS) describe(`billing of
 
   /**
    * A chat call whose upstream pauses (the stream after its second chunk, the answer before its
-   * headers) while `during` runs; its usage is reported as `completionTokens`.
+   * headers) while `during` runs, once the call is in flight; its usage is reported as `completionTokens`.
    */
   async function pausedCall(key: string, stream: boolean, completionTokens: number, during: () => Promise<void>, fault: MockFault = {}): Promise<{ status: number; text: string }> {
     setup.mock.script(stream ? { silenceAfterChunks: 2, silenceMs: 600, usageOverride: { completion_tokens: completionTokens }, ...fault }
       : { delayHeadersMs: 600, usageOverride: { completion_tokens: completionTokens }, ...fault });
     const upstreamCalls = setup.mock.requests.length;
-    const response = await fetch(`${setup.url}/v1/chat/completions`, {
+    const responding = fetch(`${setup.url}/v1/chat/completions`, {
       method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
       body: JSON.stringify({ model: 'mock-chat', stream, max_tokens: 1_000_000, messages: [{ role: 'user', content: TEXT }] }),
     });
-    let text = '';
-    if (stream) {
-      // the first chunks are here: the call is in flight, its upstream paused
-      const reader = response.body!.getReader();
-      const decoder = new TextDecoder();
-      const first = await reader.read();
-      text += decoder.decode(first.value, { stream: true });
+    if (!stream) {
+      // the upstream has the request and holds its answer back
+      await eventually(() => setup.mock.requests.length > upstreamCalls, 2_000, 'the call reached the upstream');
       await during();
-      for (let piece = await reader.read(); !piece.done; piece = await reader.read()) text += decoder.decode(piece.value, { stream: true });
-    } else {
-      text = await response.text();
+      const response = await responding;
+      return { status: response.status, text: await response.text() };
     }
+    // the first chunks are here: the call is in flight, its upstream paused
+    const response = await responding;
+    const reader = response.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = decoder.decode((await reader.read()).value, { stream: true });
+    await during();
+    for (let piece = await reader.read(); !piece.done; piece = await reader.read()) text += decoder.decode(piece.value, { stream: true });
     assert.ok(setup.mock.requests.length > upstreamCalls, 'the call reached the upstream');
     return { status: response.status, text };
   }
@@ -294,21 +296,29 @@ for (const { front, backend, label, skip } of STORE_SETUPS) describe(`billing of
     assert.equal(updated.json.success, true, updated.text);
   }
 
+  /** Once every settlement is booked and committed: the key's only usage record, and its remain_quota and used_quota. */
+  async function settledCall(keyId: number): Promise<{ record: { quota: number; end_reason: string }; money: [number, number] }> {
+    await setup.gateway.gateway.context.ledger.whenIdle();
+    await flushCharges(setup);
+    const [record] = (await store().usage.list(1, { keyId }, 0, 10)).items;
+    const object = await keyObject(setup.url, admin(), keyId);
+    return { record, money: [object.remain_quota, object.used_quota] };
+  }
+
   const LONG_ANSWER = 400_000;
   const longAnswerQuota = () => expectedUsageQuota(CHAT_PRICE, mockPromptTokens([TEXT]), LONG_ANSWER);
 
-  test('remain_quota lowered while a stream is in flight: the call is charged at most the new value, and remain_quota is not clamped', async () => {
-    const key = await createKey(setup.url, admin(), { name: 'lowered-in-flight', remain_quota: 1_000_000 });
-    const answer = await pausedCall(key.key, true, LONG_ANSWER, async () => { await putCap(key.id, { remain_quota: 100 }); });
-    assert.equal(answer.status, 200, answer.text);
-    await setup.gateway.gateway.context.ledger.whenIdle();
-    await flushCharges(setup);
-    const [record] = (await store().usage.list(1, { keyId: key.id }, 0, 10)).items;
-    assert.equal(record.quota, 100, `charged what the new cap had, not the ${longAnswerQuota()} the answer priced at`);
-    assert.equal(record.end_reason, 'quota_bounded');
-    const object = await keyObject(setup.url, admin(), key.id);
-    assert.deepEqual([object.remain_quota, object.used_quota], [0, 100]);
-  });
+  for (const stream of [true, false]) {
+    test(`remain_quota lowered while a ${stream ? 'stream is in flight' : 'non-stream call waits for its answer'}: the call is charged at most the new value, and remain_quota is not clamped`, async () => {
+      const key = await createKey(setup.url, admin(), { name: `lowered-in-flight-${stream}`, remain_quota: 1_000_000 });
+      const answer = await pausedCall(key.key, stream, LONG_ANSWER, async () => { await putCap(key.id, { remain_quota: 100 }); });
+      assert.equal(answer.status, 200, answer.text);
+      const { record, money } = await settledCall(key.id);
+      assert.equal(record.quota, 100, `charged what the new cap had, not the ${longAnswerQuota()} the answer priced at`);
+      assert.equal(record.end_reason, 'quota_bounded');
+      assert.deepEqual(money, [0, 100]);
+    });
+  }
 
   test('remain_quota lowered below what a stream in flight has delivered: the stream is cut there, and charged at most the new value', async () => {
     const key = await createKey(setup.url, admin(), { name: 'lowered-cut', remain_quota: 1_000_000 });
@@ -318,53 +328,28 @@ for (const { front, backend, label, skip } of STORE_SETUPS) describe(`billing of
     const pieces = answer.text.split('\n\n').filter((event) => event.includes('word word'));
     assert.ok(pieces.length < 20, `cut: ${pieces.length} of 20 pieces delivered`);
     assert.match(answer.text, /quota/, 'the stream says why it ended');
-    await setup.gateway.gateway.context.ledger.whenIdle();
-    await flushCharges(setup);
-    const [record] = (await store().usage.list(1, { keyId: key.id }, 0, 10)).items;
+    const { record, money } = await settledCall(key.id);
     assert.ok(record.quota <= 100, `charged ${record.quota}`);
-    const object = await keyObject(setup.url, admin(), key.id);
-    assert.deepEqual([object.remain_quota, object.used_quota], [100 - record.quota, record.quota]);
-  });
-
-  test('remain_quota lowered while a non-stream call waits for its answer: charged at most the new value, remain_quota not clamped', async () => {
-    const key = await createKey(setup.url, admin(), { name: 'lowered-while-waiting', remain_quota: 1_000_000 });
-    const waiting = pausedCall(key.key, false, LONG_ANSWER, async () => undefined);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    await putCap(key.id, { remain_quota: 100 });
-    const answer = await waiting;
-    assert.equal(answer.status, 200, answer.text);
-    await setup.gateway.gateway.context.ledger.whenIdle();
-    await flushCharges(setup);
-    const [record] = (await store().usage.list(1, { keyId: key.id }, 0, 10)).items;
-    assert.equal(record.quota, 100, `charged what the new cap had, not the ${longAnswerQuota()} the answer priced at`);
-    assert.equal(record.end_reason, 'quota_bounded');
-    const object = await keyObject(setup.url, admin(), key.id);
-    assert.deepEqual([object.remain_quota, object.used_quota], [0, 100]);
+    assert.deepEqual(money, [100 - record.quota, record.quota]);
   });
 
   test('remain_quota raised while a stream is in flight: the call is charged in full, from the new value', async () => {
     const key = await createKey(setup.url, admin(), { name: 'raised-in-flight', remain_quota: 1_000_000 });
     const answer = await pausedCall(key.key, true, LONG_ANSWER, async () => { await putCap(key.id, { remain_quota: 2_000_000 }); });
     assert.equal(answer.status, 200, answer.text);
-    await setup.gateway.gateway.context.ledger.whenIdle();
-    await flushCharges(setup);
-    const [record] = (await store().usage.list(1, { keyId: key.id }, 0, 10)).items;
+    const { record, money } = await settledCall(key.id);
     assert.equal(record.quota, longAnswerQuota());
     assert.equal(record.end_reason, 'completed');
-    const object = await keyObject(setup.url, admin(), key.id);
-    assert.deepEqual([object.remain_quota, object.used_quota], [2_000_000 - longAnswerQuota(), longAnswerQuota()]);
+    assert.deepEqual(money, [2_000_000 - longAnswerQuota(), longAnswerQuota()]);
   });
 
   test('an unlimited key given a cap while a stream is in flight: the call is charged at most the cap', async () => {
     const key = await createKey(setup.url, admin(), { name: 'capped-in-flight', unlimited_quota: true, remain_quota: 0 });
     const answer = await pausedCall(key.key, true, LONG_ANSWER, async () => { await putCap(key.id, { unlimited_quota: false, remain_quota: 250 }); });
     assert.equal(answer.status, 200, answer.text);
-    await setup.gateway.gateway.context.ledger.whenIdle();
-    await flushCharges(setup);
-    const [record] = (await store().usage.list(1, { keyId: key.id }, 0, 10)).items;
+    const { record, money } = await settledCall(key.id);
     assert.equal(record.quota, 250);
-    const object = await keyObject(setup.url, admin(), key.id);
-    assert.deepEqual([object.remain_quota, object.used_quota], [0, 250]);
+    assert.deepEqual(money, [0, 250]);
   });
 
   test('a call that ended before a PUT of remain_quota counts in used_quota; the key keeps the remain_quota the owner set', async () => {
