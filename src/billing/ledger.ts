@@ -1,20 +1,12 @@
 // Worker-local money: reserve → settle → refund served from quota leases held in memory, so the
 // request path almost never waits for a commit. A lease is taken from the store in an asynchronous
 // transaction when the local slice runs low (ahead of need) or short; settled charges and usage records are committed
-// in batches every few ms (never awaited by a response). DESIGN §5.
+// in batches every few ms (never awaited by a response: charge-batches.ts). DESIGN §5.
 import { GatewayError } from '../errors';
 import type { Logger } from '../log';
-import { BatchRefused, isPromise, UsageRowBatch, type AccountRecord, type Charge, type KeyRecord, type Store, type UsageGroup, type UsageRecord } from '../store';
+import { isPromise, type AccountRecord, type Charge, type KeyRecord, type Store, type UsageGroup, type UsageRecord } from '../store';
+import { ChargeBatches, DEFAULT_FLUSH_MS, type CommitBatch } from './charge-batches';
 
-/**
- * Charges and usage records are committed every DEFAULT_FLUSH_MS, or at once when FLUSH_RECORDS are
- * waiting. A commit has a fixed cost (fsync included) far above its cost per record, and each batch
- * wakes the writer thread on the worker's core, so batches are made large (bench/README.md has the
- * figures that set these two values). A crash loses at
- * most this window, unbilled (never double-billed).
- */
-export const DEFAULT_FLUSH_MS = 50;
-export const FLUSH_RECORDS = 2048;
 export const DEFAULT_IDLE_RETURN_MS = 2_000;
 /** a lease asks for this many requests' worth beyond what is needed now … */
 const LEASE_REQUESTS = 128;
@@ -58,23 +50,9 @@ class Move {
   constructor(readonly promise: Promise<void>, readonly ceiling = Number.POSITIVE_INFINITY) {}
 }
 
-interface QueuedCharge { charge: Charge; keyLease: Lease | null; accountLease: Lease }
-
 /** The newest epoch of a key this worker has read, and when it last read the key's record. */
 class KeySeen {
   constructor(public epoch: number, public at: number) {}
-}
-
-/**
- * A queued charge as it is committed. One drawn on a lapsed lease names no epoch (-1, as for an
- * unlimited key), so the commit takes it from no lease: the store would take it from the lease of
- * the worker's new owner name, which the worker holds in full, while the lapsed lease's rows are
- * given back whole when they expire. Read when its batch's commit starts, so a lapse noticed
- * after the charge was queued counts too.
- */
-function committedCharge({ charge, keyLease, accountLease }: QueuedCharge): Charge {
-  if (!(keyLease?.lapsed ?? false) && !accountLease.lapsed) return charge;
-  return { ...charge, keyEpoch: keyLease?.lapsed ? -1 : charge.keyEpoch, accountEpoch: accountLease.lapsed ? -1 : charge.accountEpoch };
 }
 
 /**
@@ -83,24 +61,6 @@ function committedCharge({ charge, keyLease, accountLease }: QueuedCharge): Char
  */
 export function insufficientQuota(message: string): GatewayError {
   return new GatewayError({ status: 429, type: 'insufficient_quota', code: 'insufficient_quota', message, headers: { 'x-should-retry': 'false' } });
-}
-
-/**
- * Commits a batch of charges with its usage records; resolves once it is committed. Charges of the
- * same key, account and epochs arrive summed (the commit sums them anyway); the records arrive
- * packed per account (UsageRowBatch).
- */
-export type CommitBatch = (charges: Charge[], usage: UsageGroup[]) => Promise<void>;
-
-/** Charges of the same key, account and epochs as one charge each: the commit applies sums. */
-export function sumCharges(charges: readonly Charge[]): Charge[] {
-  const sums = new Map<string, Charge>();
-  for (const charge of charges) {
-    const group = `${charge.keyId}:${charge.keyEpoch}:${charge.accountId}:${charge.accountEpoch}`;
-    const sum = sums.get(group);
-    if (sum === undefined) sums.set(group, { ...charge }); else sum.quota += charge.quota;
-  }
-  return [...sums.values()];
 }
 
 export interface LedgerOptions {
@@ -128,13 +88,7 @@ class Shortfall extends Error {
 export class Ledger {
   private readonly keyLeases = new Map<number, Lease>();
   private readonly accountLeases = new Map<number, Lease>();
-  private charges: QueuedCharge[] = [];
-  /** usage records of settled calls, as the JSON bytes of their rows grouped by account, until the batch is committed */
-  private rows = new UsageRowBatch();
-  private flushTimer: NodeJS.Timeout | null = null;
-  private flushing: Promise<void> = Promise.resolve();
-  /** why the latest batch was not committed (null: it was) */
-  private lastFailure: unknown = null;
+  private readonly batches: ChargeBatches;
   private readonly idleTimer: NodeJS.Timeout;
   private readonly growing = new Map<string, Promise<void>>();
   /** quota wanted by the reservations waiting for a growth of a key/account pair (sizes the next one) */
@@ -148,6 +102,8 @@ export class Ledger {
 
   constructor(private readonly store: Store, private readonly workerId: string, private readonly log: Logger,
     private readonly options: LedgerOptions = {}) {
+    const commit = options.commit ?? ((charges: Charge[], usage: UsageGroup[]) => store.ledger.commit(workerId, charges, usage));
+    this.batches = new ChargeBatches(commit, log, options.flushMs ?? DEFAULT_FLUSH_MS, options.observer);
     this.idleTimer = setInterval(() => this.returnIdle(), options.idleReturnMs ?? DEFAULT_IDLE_RETURN_MS);
     this.idleTimer.unref();
   }
@@ -458,23 +414,10 @@ export class Ledger {
     if (keyLease) { keyLease.reserved -= reservation.amount; keyLease.pending += quota; }
     accountLease.reserved -= reservation.amount;
     accountLease.pending += quota;
-    // Calls of the same key on the same leases (the usual run) add up in one queued charge: the
-    // commit and the lease bookkeeping after it apply sums anyway. The key's epoch names the cap
-    // the charge was taken under (the store counts one of an older cap as spent before it).
+    // the key's epoch names the cap the charge was taken under (the store counts one of an older cap as spent before it)
     const keyEpoch = keyLease?.epoch ?? reservation.key.epoch;
-    const last = this.charges.length > 0 ? this.charges[this.charges.length - 1] : undefined;
-    if (last !== undefined && last.keyLease === keyLease && last.accountLease === accountLease && last.charge.keyId === reservation.keyId
-      && last.charge.keyEpoch === keyEpoch) {
-      last.charge.quota += quota;
-    } else {
-      this.charges.push({
-        charge: { keyId: reservation.keyId, keyEpoch, accountId: reservation.accountId, accountEpoch: accountLease.epoch, quota },
-        keyLease, accountLease,
-      });
-    }
-    this.rows.add(record);
-    if (this.rows.count >= FLUSH_RECORDS) void this.commitQueued();
-    else this.flushTimer ??= setTimeout(() => { this.flushTimer = null; void this.commitQueued(); }, this.options.flushMs ?? DEFAULT_FLUSH_MS);
+    this.batches.add({ keyId: reservation.keyId, keyEpoch, accountId: reservation.accountId, accountEpoch: accountLease.epoch, quota },
+      keyLease, accountLease, record);
     return quota;
   }
 
@@ -501,57 +444,13 @@ export class Ledger {
    */
   flush(): Promise<void> {
     if (this.waiting.size > 0) return Promise.allSettled([...this.waiting]).then(() => this.flush());
-    return this.commitQueued();
+    return this.batches.flush();
   }
 
   /** flush(), rejecting with the store's error when the batch holding what was settled could not be committed. */
   async committed(): Promise<void> {
     await this.flush();
-    if (this.lastFailure !== null) throw this.lastFailure;
-  }
-
-  private commitQueued(): Promise<void> {
-    if (this.flushTimer) { clearTimeout(this.flushTimer); this.flushTimer = null; }
-    if (this.charges.length === 0) return this.flushing;
-    const charges = this.charges;
-    const rows = this.rows;
-    this.charges = [];
-    this.rows = new UsageRowBatch();
-    const commit = this.options.commit ?? ((batch: Charge[], usage: UsageGroup[]) => this.store.ledger.commit(this.workerId, batch, usage));
-    let started = 0;
-    this.flushing = this.flushing.then(() => { started = performance.now(); return commit(sumCharges(charges.map(committedCharge)), rows.groups()); })
-      .then(() => {
-        this.lastFailure = null;
-        this.options.observer?.ledgerBatch(rows.count, performance.now() - started);
-        for (const { charge, keyLease, accountLease } of charges) {
-          if (keyLease) { keyLease.pending -= charge.quota; keyLease.granted = Math.max(0, keyLease.granted - charge.quota); }
-          accountLease.pending -= charge.quota;
-          accountLease.granted = Math.max(0, accountLease.granted - charge.quota);
-        }
-      }, (error: unknown) => {
-        this.lastFailure = error;
-        if (error instanceof BatchRefused) { this.refused(error, charges, rows); return; }
-        this.log.error({ err: error, charges: charges.length }, 'committing charges failed; retrying with the next batch');
-        this.charges.unshift(...charges);
-        this.rows.prepend(rows);
-      });
-    return this.flushing;
-  }
-
-  /**
-   * The store refused a batch's content (a value it cannot hold): sending it again would fail the
-   * same way, and with it every batch after. It is logged whole at error level, charges and usage
-   * rows, for the operator to settle by hand, and dropped with its records, so what the store holds
-   * still agrees (used_quota is the sum of the records). The leases get back what it would have
-   * consumed.
-   */
-  private refused(error: BatchRefused, charges: QueuedCharge[], rows: UsageRowBatch): void {
-    this.log.error({ err: error.cause, charges: sumCharges(charges.map(committedCharge)), usage: rows.groups() },
-      'the store refused a billing batch: its charges and usage records are dropped (logged here in full)');
-    for (const { charge, keyLease, accountLease } of charges) {
-      if (keyLease) keyLease.pending -= charge.quota;
-      accountLease.pending -= charge.quota;
-    }
+    if (this.batches.lastFailure !== null) throw this.batches.lastFailure;
   }
 
   private returnIdle(now = Date.now(), all = false): Promise<void>[] {
@@ -580,7 +479,6 @@ export class Ledger {
     clearInterval(this.idleTimer);
     await this.whenIdle();
     await this.flush();
-    await this.flushing;
     await Promise.all(this.returnIdle(Date.now(), true));
   }
 }

@@ -2,7 +2,7 @@
 // data dirs hold one record object per entry; listing pages newest first across both, with filters.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { sumCharges } from '../../src/billing/ledger';
+import { sumCharges } from '../../src/billing/charge-batches';
 import { packUsageRows, toUsageRow, UsageRowBatch, type Charge, type UsageRecord } from '../../src/store';
 import { useTempStore } from '../helpers/temp-store';
 
