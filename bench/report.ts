@@ -362,7 +362,7 @@ export function renderMarkdown(report: RunReport): string {
   }
 
   if (report.openStreams && report.openStreams.length > 0) {
-    lines.push('Memory per open stream (a fresh process, live streams opened at once, RSS of the process that carries them):', '');
+    lines.push('Memory per open stream (a fresh process, live streams opened at once, RSS of the process that carries them; "warmed": a fresh process that served a few seconds of load first):', '');
     lines.push('| target | streams | open at most | RSS before | RSS at the peak | per open stream | completed | failed | unfinished |', '|---|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const entry of report.openStreams) {
       lines.push(`| ${entry.target} | ${number(entry.streams)} | ${number(entry.maxOpen)} | ${mib(entry.idleKb)} | ${mib(entry.peakKb)} | ${number(entry.perStreamKb, 1)} KiB | ${number(entry.completed)} | ${entry.failed} | ${entry.unfinished ?? 0} |`);

@@ -182,7 +182,25 @@ const LARGE_WORKER_SEMI_SPACE_MB = 32;
 /** the memory scenario's calls and idle starts must end within this */
 const MEMORY_SCENARIO_SECONDS = 60;
 
-/** Memory per open stream: a fresh pass-through, then a fresh Tollgate of each young-generation size. */
+/**
+ * The label of a memory scenario run in a warmed process: before the streams it served the start-up
+ * warm-up's load (START_WARMUP_CONNECTIONS, half non-stream, half stream). Its young generation,
+ * resident in full once used and not given back when idle, is then in the RSS before the streams, so
+ * the figure is what an open stream adds to a worker that has served traffic.
+ */
+const WARMED = 'warmed';
+
+/** The warm-up of a WARMED memory run, s (enough calls to fill a 16 MiB young generation many times). */
+const MEMORY_WARMUP_SECONDS = 4;
+
+async function warmForMemory(endpoint: Endpoint): Promise<void> {
+  for (const stream of [false, true]) await runLoad(endpoint, chatBody(BENCH_MODEL, stream), START_WARMUP_CONNECTIONS, MEMORY_WARMUP_SECONDS / 2, 0);
+}
+
+/**
+ * Memory per open stream: a fresh pass-through, then a fresh Tollgate of each young-generation size;
+ * then the pass-through and the default Tollgate started again and WARMED first.
+ */
 async function openStreamScenarios(options: Options, placement: Placement, children: ChildProcesses, mockUrl: string, openStreams: OpenStreamsReport[]): Promise<void> {
   const { streams, chunks, gapMs } = options.memory;
   const body = chatBody(BENCH_MODEL, true, { shape: 'live', contentChunks: chunks, gapMs });
@@ -196,22 +214,33 @@ async function openStreamScenarios(options: Options, placement: Placement, child
     await children.stop(passthrough.pid);
   }
   // the default first (the check's), on both fronts; then the low-memory young generation and a larger one beside it
-  const runs: { front: 'uws' | 'node'; workerSemiSpaceMb: number }[] = [
+  const runs: { front: 'uws' | 'node'; workerSemiSpaceMb: number; warmed?: boolean }[] = [
     { front: 'uws', workerSemiSpaceMb: DEFAULT_WORKER_SEMI_SPACE_MB }, { front: 'node', workerSemiSpaceMb: DEFAULT_WORKER_SEMI_SPACE_MB },
     { front: 'uws', workerSemiSpaceMb: LOW_MEMORY_WORKER_SEMI_SPACE_MB }, { front: 'uws', workerSemiSpaceMb: LARGE_WORKER_SEMI_SPACE_MB },
   ];
-  for (const { front, workerSemiSpaceMb } of runs) {
-    const label = `(c) Tollgate worker, ${front === 'uws' ? 'uWS' : 'node:http'}, worker_semi_space_mb ${workerSemiSpaceMb}`;
-    log(`memory: ${streams} live streams against a fresh Tollgate (1 worker, ${front} front, worker_semi_space_mb ${workerSemiSpaceMb})`);
+  for (const { front, workerSemiSpaceMb, warmed } of [...runs, { ...runs[0], warmed: true }]) {
+    const label = `(c) Tollgate worker, ${front === 'uws' ? 'uWS' : 'node:http'}, worker_semi_space_mb ${workerSemiSpaceMb}${warmed ? `, ${WARMED}` : ''}`;
+    log(`memory: ${streams} live streams against a ${warmed ? 'warmed' : 'fresh'} Tollgate (1 worker, ${front} front, worker_semi_space_mb ${workerSemiSpaceMb})`);
     const tollgate = await startTollgate(children, placement, mockUrl, { topUpUsd: 100_000, workerSemiSpaceMb, front });
     try {
       const endpoint = chatEndpoint(tollgate.url, tollgate.key);
       await checkEndpoint(endpoint, BENCH_MODEL);
+      if (warmed) await warmForMemory(endpoint);
       openStreams.push(await measureOpenStreams(label, endpoint, body, streams, () => tollgate.workerPids()[0], MEMORY_SCENARIO_SECONDS));
     } finally {
       await children.stop(tollgate.supervisorPid);
       tollgate.cleanup();
     }
+  }
+  log(`memory: ${streams} live streams against a warmed pass-through`);
+  const warmedPassthrough = await startPassthroughProcess(children, placement, mockUrl);
+  try {
+    const endpoint = chatEndpoint(warmedPassthrough.url);
+    await checkEndpoint(endpoint, BENCH_MODEL);
+    await warmForMemory(endpoint);
+    openStreams.push(await measureOpenStreams(`(b) pass-through, ${WARMED}`, endpoint, body, streams, () => warmedPassthrough.pid, MEMORY_SCENARIO_SECONDS));
+  } finally {
+    await children.stop(warmedPassthrough.pid);
   }
 }
 
@@ -326,7 +355,9 @@ async function compare(options: Options, placement: Placement, children: ChildPr
     const checks = [...evaluated.checks];
     if (memory) {
       notes.push(`memory per open stream: a fresh pass-through and a fresh Tollgate (1 worker, default young generation), ${options.memory.streams} live streams opened at once, `
-        + 'one call per connection; RSS of the process that carries the streams (for Tollgate its worker) before them and the highest sampled every 100 ms while they were open');
+        + 'one call per connection; RSS of the process that carries the streams (for Tollgate its worker) before them and the highest sampled every 100 ms while they were open; '
+        + `"${WARMED}": started again and given ${MEMORY_WARMUP_SECONDS} s of load at ${START_WARMUP_CONNECTIONS} connections (half non-stream, half stream) first, its young generation (resident in full once used) then in the RSS before the streams: `
+        + 'what an open stream adds to a worker that has served traffic (the check reads the fresh process, as the target was set)');
       notes.push('idle deployments: Tollgate started with a fresh data dir, one stream and one non-stream call, then idle until its RSS held within 1% for 2 s (2–15 s after the calls); RSS of the supervisor and every worker summed '
         + '(PSS beside it: RSS counts the pages the processes share, such as Node\'s own code, once per process)');
       checks.push(...evaluateMemory(memory.openStreams, memory.deployments));

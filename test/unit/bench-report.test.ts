@@ -114,6 +114,10 @@ test('memory: RSS per open stream of Tollgate\'s worker at most 32 KiB with ever
   const bad = evaluateMemory([open('(c) Tollgate worker', 33)], [deployment(1, 1, 121 * 1024)]);
   assert.equal(find(bad, 'worker RSS per open live stream').pass, false);
   assert.equal(find(bad, 'idle RSS of a 1-worker deployment').pass, false);
+  // a warmed process (its young generation already resident) is shown, the fresh one checked
+  const rounds = evaluateMemory([open('(c) Tollgate worker', 33), open('(c) Tollgate worker, warmed', 17), open('(b) pass-through, warmed', 9)], []);
+  assert.equal(find(rounds, 'worker RSS per open live stream').pass, false);
+  assert.match(find(rounds, 'worker RSS per open live stream').measured, /^33\.0 KiB .*; \(c\) Tollgate worker, warmed 17\.0 KiB; \(b\) pass-through, warmed 9\.0 KiB$/);
   assert.equal(find(evaluateMemory([open('(c) Tollgate worker', 20, 1500)], []), 'worker RSS per open live stream').pass, false, 'not every stream was open at once');
   assert.equal(find(evaluateMemory([open('(c) Tollgate worker', 20, 2000, 3)], []), 'no failed call in the memory scenario').pass, false);
 });
