@@ -204,15 +204,19 @@ async function warmForMemory(endpoint: Endpoint): Promise<void> {
 async function openStreamScenarios(options: Options, placement: Placement, children: ChildProcesses, mockUrl: string, openStreams: OpenStreamsReport[]): Promise<void> {
   const { streams, chunks, gapMs } = options.memory;
   const body = chatBody(BENCH_MODEL, true, { shape: 'live', contentChunks: chunks, gapMs });
-  log(`memory: ${streams} live streams (${chunks + 4} events ${gapMs} ms apart) against a fresh pass-through`);
-  const passthrough = await startPassthroughProcess(children, placement, mockUrl);
-  try {
-    const endpoint = chatEndpoint(passthrough.url);
-    await checkEndpoint(endpoint, BENCH_MODEL);
-    openStreams.push(await measureOpenStreams('(b) pass-through', endpoint, body, streams, () => passthrough.pid, MEMORY_SCENARIO_SECONDS));
-  } finally {
-    await children.stop(passthrough.pid);
-  }
+  const passthroughStreams = async (warmed: boolean) => {
+    log(`memory: ${streams} live streams (${chunks + 4} events ${gapMs} ms apart) against a ${warmed ? 'warmed' : 'fresh'} pass-through`);
+    const passthrough = await startPassthroughProcess(children, placement, mockUrl);
+    try {
+      const endpoint = chatEndpoint(passthrough.url);
+      await checkEndpoint(endpoint, BENCH_MODEL);
+      if (warmed) await warmForMemory(endpoint);
+      openStreams.push(await measureOpenStreams(`(b) pass-through${warmed ? `, ${WARMED}` : ''}`, endpoint, body, streams, () => passthrough.pid, MEMORY_SCENARIO_SECONDS));
+    } finally {
+      await children.stop(passthrough.pid);
+    }
+  };
+  await passthroughStreams(false);
   // the default first (the check's), on both fronts; then the low-memory young generation and a larger one beside it
   const runs: { front: 'uws' | 'node'; workerSemiSpaceMb: number; warmed?: boolean }[] = [
     { front: 'uws', workerSemiSpaceMb: DEFAULT_WORKER_SEMI_SPACE_MB }, { front: 'node', workerSemiSpaceMb: DEFAULT_WORKER_SEMI_SPACE_MB },
@@ -232,16 +236,7 @@ async function openStreamScenarios(options: Options, placement: Placement, child
       tollgate.cleanup();
     }
   }
-  log(`memory: ${streams} live streams against a warmed pass-through`);
-  const warmedPassthrough = await startPassthroughProcess(children, placement, mockUrl);
-  try {
-    const endpoint = chatEndpoint(warmedPassthrough.url);
-    await checkEndpoint(endpoint, BENCH_MODEL);
-    await warmForMemory(endpoint);
-    openStreams.push(await measureOpenStreams(`(b) pass-through, ${WARMED}`, endpoint, body, streams, () => warmedPassthrough.pid, MEMORY_SCENARIO_SECONDS));
-  } finally {
-    await children.stop(warmedPassthrough.pid);
-  }
+  await passthroughStreams(true);
 }
 
 /**
