@@ -90,6 +90,10 @@ export function parseMultipart(body: Uint8Array, contentType: string, limits: Mu
       if (++fieldCount > limits.fields) return fail(tooLarge(`too many form fields: the limit is ${limits.fields} fields`, name));
       if (info.valueTruncated) return fail(tooLarge(`field ${name} exceeds the ${limits.fieldBytes}-byte field size limit`, name));
       if (name === undefined) return;
+      // busboy gives no value for a part whose content-type names a charset it cannot decode
+      if (typeof value !== 'string') {
+        return fail(badRequest(`form field ${name.slice(0, 64)} could not be decoded: the charset its content-type names is not supported; send it as UTF-8`, name));
+      }
       fields[name] = value;
       fieldList.push({ name, value });
     });

@@ -149,5 +149,34 @@ for (const front of FRONTS) {
       await gateway.gateway.context.ledger.flush();
       await assertMoneyInvariants(gateway.gateway.context.store, before0, 'multipart pairs');
     });
+
+    test('a form field whose content-type names a charset that cannot be decoded is a 400 naming the field, not a 500; nothing billed', async () => {
+      mock.reset();
+      const before0 = await moneySnapshot(gateway.gateway.context.store);
+      const boundary = '----charset';
+      const field = (name: string, value: string, charset?: string) => `--${boundary}\r\ncontent-disposition: form-data; name="${name}"\r\n`
+        + `${charset === undefined ? '' : `content-type: text/plain; charset=${charset}\r\n`}\r\n${value}\r\n`;
+      const image = Buffer.concat([
+        Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="image"; filename="a.png"\r\ncontent-type: image/png\r\n\r\n`), PNG, Buffer.from('\r\n'),
+      ]);
+      for (const [name, charset] of [['size', 'bogus'], ['prompt', 'x-unknown-charset'], ['model', 'x-bogus-2'], ['image', 'no-such-charset']]) {
+        const parts = [field('model', 'mock-image'), field('prompt', 'a boat'), field(name, name === 'image' ? 'https://example.com/a.png' : '1024x1024', charset)];
+        const body = Buffer.concat([Buffer.from(parts.join('')), image, Buffer.from(`--${boundary}--\r\n`)]);
+        const answer = await call(gateway.url, 'POST', '/v1/images/edits', {
+          token: `Bearer ${key}`, rawBody: body, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+        });
+        assert.equal(answer.status, 400, `${name} (${charset}): ${answer.text.slice(0, 300)}`);
+        assert.equal(answer.json.error.type, 'invalid_request_error', answer.text);
+        assert.equal(answer.json.error.param, name, answer.text);
+        assert.match(answer.json.error.message, new RegExp(`form field ${name} could not be decoded.*charset`), answer.text);
+      }
+      assert.equal(mock.requests.length, 0, 'no upstream call');
+      // a charset busboy does decode is still read
+      const latin = Buffer.concat([Buffer.from(field('model', 'mock-image') + field('prompt', 'a boat', 'iso-8859-1')), image, Buffer.from(`--${boundary}--\r\n`)]);
+      const served = await call(gateway.url, 'POST', '/v1/images/edits', { token: `Bearer ${key}`, rawBody: latin, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } });
+      assert.equal(served.status, 200, served.text.slice(0, 300));
+      await gateway.gateway.context.ledger.flush();
+      await assertMoneyInvariants(gateway.gateway.context.store, before0, 'undecodable charset');
+    });
   });
 }
