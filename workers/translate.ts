@@ -16,8 +16,8 @@ function shaped<Input>(translation: (input: Input) => TranslatedText): (input: I
       return translation(input);
     } catch (error) {
       if (isGatewayError(error)) {
-        const { status, type, code, message, retryable } = error;
-        throw { status, type, code, message, retryable };
+        const { status, type, code, message, retryable, param } = error;
+        throw param === undefined ? { status, type, code, message, retryable } : { status, type, code, message, retryable, param };
       }
       throw error;
     }

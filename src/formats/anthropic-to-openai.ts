@@ -247,8 +247,8 @@ export function toAnthropicMessageId(openAIId: string | undefined): string {
   return bare.startsWith('msg_') ? bare : `msg_${bare || 'gateway'}`;
 }
 
-export function parseToolArguments(text: string | undefined, param: string, warnings: string[]): Record<string, unknown> {
-  if (text === undefined || text.trim() === '') return {};
+export function parseToolArguments(text: string | null | undefined, param: string, warnings: string[]): Record<string, unknown> {
+  if (text == null || text.trim() === '') return {};
   const parsed = parseBoundedJson(text);
   if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
   warnings.push(`${param}: arguments are not a JSON object; used {}`);

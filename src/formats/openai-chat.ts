@@ -180,6 +180,15 @@ export function validateChatRequest(body: unknown): ChatRequestInfo {
     includeUsageRequested = includeUsage === true;
   }
   if (body.user != null && typeof body.user !== 'string') throw badRequest('user must be a string', 'user');
+  // Their elements pass through untouched; only the containers are checked, as every OpenAI-compatible
+  // upstream requires, because the simulator and the Anthropic translation read them as arrays.
+  for (const name of ['tools', 'functions'] as const) {
+    const list = body[name];
+    if (list == null) continue;
+    if (!Array.isArray(list)) throw badRequest(`${name} must be an array of objects`, name);
+    const bad = list.findIndex((item) => !isObject(item));
+    if (bad !== -1) throw badRequest(`${name}[${bad}] must be an object`, `${name}[${bad}]`);
+  }
   const responseFormat = body.response_format;
   let responseFormatType: string | undefined;
   if (responseFormat != null) {

@@ -235,8 +235,45 @@ function refuseChoices(n: unknown): void {
   }
 }
 
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A called function (`tool_calls[].function`, `function_call`): a string name, arguments a string or absent. */
+function checkCalledFunction(value: unknown, param: string): void {
+  if (!isRecord(value)) throw badRequest(`${param} must be an object with a string name and string arguments`, param);
+  if (typeof value.name !== 'string') throw badRequest(`${param}.name must be a string`, `${param}.name`);
+  if (value.arguments != null && typeof value.arguments !== 'string') {
+    throw badRequest(`${param}.arguments must be a string (the arguments as JSON text)`, `${param}.arguments`);
+  }
+}
+
+/**
+ * The tool fields the translation reads, in the shapes it needs: a 400 naming the field for one it
+ * cannot carry, where OpenAI would refuse it too, rather than a TypeError mid-translation.
+ */
+function refuseUntranslatableTools(body: OpenAIChatRequest): void {
+  for (const name of ['tools', 'functions'] as const) {
+    const list: unknown = body[name];
+    if (list == null) continue;
+    if (!Array.isArray(list)) throw badRequest(`${name} must be an array of objects`, name);
+    list.forEach((item, index) => { if (!isRecord(item)) throw badRequest(`${name}[${index}] must be an object`, `${name}[${index}]`); });
+  }
+  (body.messages ?? []).forEach((message, index) => {
+    const calls: unknown = message.tool_calls;
+    if (calls != null) {
+      if (!Array.isArray(calls)) throw badRequest(`messages[${index}].tool_calls must be an array of tool calls`, `messages[${index}].tool_calls`);
+      calls.forEach((call, callIndex) => {
+        const param = `messages[${index}].tool_calls[${callIndex}]`;
+        if (!isRecord(call)) throw badRequest(`${param} must be an object`, param);
+        if (call.type === undefined || call.type === 'function') checkCalledFunction(call.function, `${param}.function`);
+      });
+    }
+    if (message.function_call != null) checkCalledFunction(message.function_call, `messages[${index}].function_call`);
+  });
+}
+
 export function toAnthropicRequest(body: OpenAIChatRequest, options: { model: string; defaultMaxTokens: number; reasoning?: boolean }): Converted<AnthropicRequest> {
   refuseChoices(body.n);
+  refuseUntranslatableTools(body);
   const warnings: string[] = [];
   const { system, messages } = convertMessages(body, warnings);
   const request: AnthropicRequest = {
