@@ -36,6 +36,9 @@ export function isMultipart(contentType: string | undefined): boolean {
   return contentType !== undefined && /^\s*multipart\/form-data\s*(;|$)/i.test(contentType);
 }
 
+/** busboy's fixed limit on the bytes of one part's header lines (Content-Disposition, Content-Type, …) */
+export const PART_HEADER_BYTES = 16 * 1024;
+
 // Written into the body in slices so a limit hit early stops the work instead of scanning the rest.
 const WRITE_SLICE_BYTES = 64 * 1024;
 
@@ -137,7 +140,13 @@ export function parseMultipart(body: Uint8Array, contentType: string, limits: Mu
       });
     });
 
-    parser.on('error', (error) => fail(badRequest(`malformed multipart body: ${(error as Error).message}`)));
+    parser.on('error', (error) => {
+      const message = (error as Error).message;
+      // busboy reports a part header past its fixed size limit as malformed: the answer names the limit
+      fail(badRequest(message === 'Malformed part header'
+        ? `malformed multipart body: a part's header is malformed or longer than the ${PART_HEADER_BYTES}-byte part header limit (a long file name counts)`
+        : `malformed multipart body: ${message}`));
+    });
     parser.on('close', () => {
       parserFinished = true;
       if (failure !== undefined) reject(failure);

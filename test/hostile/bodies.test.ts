@@ -178,5 +178,23 @@ for (const front of FRONTS) {
       await gateway.gateway.context.ledger.flush();
       await assertMoneyInvariants(gateway.gateway.context.store, before0, 'undecodable charset');
     });
+
+    test('a part header past busboy\'s 16 KiB limit (a 20,000-character file name) is a 400 that names the limit', async () => {
+      mock.reset();
+      const before0 = await moneySnapshot(gateway.gateway.context.store);
+      const boundary = '----longname';
+      const body = Buffer.concat([
+        Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="model"\r\n\r\nmock-image\r\n--${boundary}\r\ncontent-disposition: form-data; name="prompt"\r\n\r\na boat\r\n`),
+        Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="image"; filename="${'n'.repeat(20_000)}.png"\r\ncontent-type: image/png\r\n\r\n`), PNG,
+        Buffer.from(`\r\n--${boundary}--\r\n`),
+      ]);
+      const answer = await call(gateway.url, 'POST', '/v1/images/edits', { token: `Bearer ${key}`, rawBody: body, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } });
+      assert.equal(answer.status, 400, answer.text.slice(0, 300));
+      assert.equal(answer.json.error.type, 'invalid_request_error');
+      assert.match(answer.json.error.message, /16384-byte part header limit/);
+      assert.equal(mock.requests.length, 0, 'no upstream call');
+      await gateway.gateway.context.ledger.flush();
+      await assertMoneyInvariants(gateway.gateway.context.store, before0, 'long part header');
+    });
   });
 }
