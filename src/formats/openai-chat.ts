@@ -104,6 +104,21 @@ function textOf(content: unknown): string {
 }
 
 /** Throws a 400 GatewayError naming the first offending field; checks run in a fixed order. */
+/**
+ * `tools` and `functions`, when given, are arrays of objects. Their elements pass through untouched;
+ * only the containers are checked, as every OpenAI-compatible upstream requires, because the
+ * simulator and the Anthropic translation read them as arrays.
+ */
+export function refuseMalformedToolLists(body: Record<string, unknown>): void {
+  for (const name of ['tools', 'functions'] as const) {
+    const list = body[name];
+    if (list == null) continue;
+    if (!Array.isArray(list)) throw badRequest(`${name} must be an array of objects`, name);
+    const bad = list.findIndex((item) => !isObject(item));
+    if (bad !== -1) throw badRequest(`${name}[${bad}] must be an object`, `${name}[${bad}]`);
+  }
+}
+
 export function validateChatRequest(body: unknown): ChatRequestInfo {
   if (!isObject(body)) throw badRequest('request body must be a JSON object');
   const model = body.model;
@@ -180,15 +195,7 @@ export function validateChatRequest(body: unknown): ChatRequestInfo {
     includeUsageRequested = includeUsage === true;
   }
   if (body.user != null && typeof body.user !== 'string') throw badRequest('user must be a string', 'user');
-  // Their elements pass through untouched; only the containers are checked, as every OpenAI-compatible
-  // upstream requires, because the simulator and the Anthropic translation read them as arrays.
-  for (const name of ['tools', 'functions'] as const) {
-    const list = body[name];
-    if (list == null) continue;
-    if (!Array.isArray(list)) throw badRequest(`${name} must be an array of objects`, name);
-    const bad = list.findIndex((item) => !isObject(item));
-    if (bad !== -1) throw badRequest(`${name}[${bad}] must be an object`, `${name}[${bad}]`);
-  }
+  refuseMalformedToolLists(body);
   const responseFormat = body.response_format;
   let responseFormatType: string | undefined;
   if (responseFormat != null) {

@@ -7,6 +7,8 @@ import type {
 import { parseToolArguments } from './anthropic-to-openai';
 import { toOpenAIFinishReason } from './map-stop-reason';
 import { badRequest } from '../errors';
+import { isObject } from './json-value';
+import { refuseMalformedToolLists } from './openai-chat';
 
 // ---- OpenAI chat wire types (the subset both directions read and write) ----------------------
 
@@ -235,11 +237,9 @@ function refuseChoices(n: unknown): void {
   }
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /** A called function (`tool_calls[].function`, `function_call`): a string name, arguments a string or absent. */
 function checkCalledFunction(value: unknown, param: string): void {
-  if (!isRecord(value)) throw badRequest(`${param} must be an object with a string name and string arguments`, param);
+  if (!isObject(value)) throw badRequest(`${param} must be an object with a string name and string arguments`, param);
   if (typeof value.name !== 'string') throw badRequest(`${param}.name must be a string`, `${param}.name`);
   if (value.arguments != null && typeof value.arguments !== 'string') {
     throw badRequest(`${param}.arguments must be a string (the arguments as JSON text)`, `${param}.arguments`);
@@ -251,19 +251,14 @@ function checkCalledFunction(value: unknown, param: string): void {
  * cannot carry, where OpenAI would refuse it too, rather than a TypeError mid-translation.
  */
 function refuseUntranslatableTools(body: OpenAIChatRequest): void {
-  for (const name of ['tools', 'functions'] as const) {
-    const list: unknown = body[name];
-    if (list == null) continue;
-    if (!Array.isArray(list)) throw badRequest(`${name} must be an array of objects`, name);
-    list.forEach((item, index) => { if (!isRecord(item)) throw badRequest(`${name}[${index}] must be an object`, `${name}[${index}]`); });
-  }
+  refuseMalformedToolLists(body as unknown as Record<string, unknown>);
   (body.messages ?? []).forEach((message, index) => {
     const calls: unknown = message.tool_calls;
     if (calls != null) {
       if (!Array.isArray(calls)) throw badRequest(`messages[${index}].tool_calls must be an array of tool calls`, `messages[${index}].tool_calls`);
       calls.forEach((call, callIndex) => {
         const param = `messages[${index}].tool_calls[${callIndex}]`;
-        if (!isRecord(call)) throw badRequest(`${param} must be an object`, param);
+        if (!isObject(call)) throw badRequest(`${param} must be an object`, param);
         if (call.type === undefined || call.type === 'function') checkCalledFunction(call.function, `${param}.function`);
       });
     }
