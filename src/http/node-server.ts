@@ -89,8 +89,10 @@ class NodeExchange extends ExchangeLifecycle implements Exchange {
     this.query = new URLSearchParams(mark === -1 ? '' : url.slice(mark + 1));
     this.remoteAddress = request.socket.remoteAddress ?? '';
     this.bodyLimit = server.options.limits.defaultBodyLimit;
+    server.answerStarted(request);
     response.on('close', () => {
       if (!response.writableFinished) this.handleAbort();
+      server.answerEnded(request.socket);
     });
   }
 
@@ -152,7 +154,7 @@ class NodeExchange extends ExchangeLifecycle implements Exchange {
     if (this.finished) return;
     this.finished = true;
     this.status = status;
-    if (this.server.draining || this.closeAfterAnswer) this.response.shouldKeepAlive = false;
+    if (this.server.draining || this.closeAfterAnswer || this.server.closesAfterAnswers(this.request.socket)) this.response.shouldKeepAlive = false;
     // A known length instead of chunked framing, as the uWS front sends it.
     this.response.setHeader('content-length', Buffer.byteLength(body));
     this.response.writeHead(status, headers);
@@ -165,7 +167,7 @@ class NodeExchange extends ExchangeLifecycle implements Exchange {
   startStream(status: number, headers: Headers): void {
     if (this.finished) return;
     this.status = status;
-    if (this.server.draining) this.response.shouldKeepAlive = false;
+    if (this.server.draining || this.server.closesAfterAnswers(this.request.socket)) this.response.shouldKeepAlive = false;
     this.response.writeHead(status, headers);
   }
 
@@ -214,6 +216,10 @@ export class NodeServer implements HttpServer {
   private readonly sockets = new Set<Socket>();
   /** connections whose request was refused (its framing, or a body dropped after a 413): what the parser makes of the rest gets no answer */
   readonly refusedSockets = new WeakSet<Socket>();
+  /** per connection: how many exchanges have an answer not written yet (more than one when requests are pipelined), and the latest request (a weak key: the entry goes with the socket) */
+  private readonly answering = new WeakMap<Socket, { count: number; latest: IncomingMessage }>();
+  /** connections to close once their answers in flight are written: what came after them could not be parsed */
+  private readonly closeWhenAnswered = new WeakSet<Socket>();
 
   constructor(readonly options: ServerOptions) {
     const limits = options.limits;
@@ -246,6 +252,15 @@ export class NodeServer implements HttpServer {
     this.server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
       if (!socket.writable) { socket.destroy(); return; }
       if (this.refusedSockets.has(socket)) { socket.end(); return; }
+      // Bytes behind a request still being answered (pipelined garbage, a next request too slow):
+      // an answer written now would go out before the earlier one, or into the middle of its
+      // stream, and end the socket under it. The earlier answers are written whole, then the
+      // connection is closed; the request the parser could not read gets no answer (as the uWS
+      // front, and as Node's own handler does once an answer has begun).
+      // A request whose own body fails to parse (a bad chunk size) is the one the error is about:
+      // it is answered at once, as before, when no other answer is in flight on the connection.
+      const answering = this.answering.get(socket);
+      if (answering !== undefined && answering.count > (answering.latest.complete ? 0 : 1)) { this.closeWhenAnswered.add(socket); return; }
       const { status, message } = parseFailure(error, limits.maxHeaderBytes);
       const answer = options.rejection(status, message, refusedPath((error as { rawPacket?: unknown }).rawPacket));
       socket.end(rawAnswer(status, answer.body));
@@ -274,6 +289,27 @@ export class NodeServer implements HttpServer {
   }
 
   requestEnded(): void { this.active -= 1; }
+
+  /** A request was dispatched: its connection has one more answer to write. */
+  answerStarted(request: IncomingMessage): void {
+    const answering = this.answering.get(request.socket);
+    if (answering === undefined) this.answering.set(request.socket, { count: 1, latest: request });
+    else { answering.count += 1; answering.latest = request; }
+  }
+
+  /** An exchange's answer is written (or its client gone): a connection marked to close closes after its last one. */
+  answerEnded(socket: Socket): void {
+    const answering = this.answering.get(socket);
+    if (answering === undefined) return;
+    // the entry stays (count 0) for the connection's next request; it goes with the socket
+    answering.count -= 1;
+    if (answering.count === 0 && this.closeWhenAnswered.has(socket)) socket.end();
+  }
+
+  /** Whether the connection closes after the answers in flight on it (a request behind them could not be parsed). */
+  closesAfterAnswers(socket: Socket): boolean {
+    return this.closeWhenAnswered.has(socket);
+  }
 
   listen(): Promise<number> {
     return new Promise((resolve, reject) => {
