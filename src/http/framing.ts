@@ -3,6 +3,10 @@
 // chunked) is refused and its connection closed: whatever follows on it cannot be trusted to be the
 // next request, so it is never parsed as one. So is one whose target host two parsers could read
 // differently (two Host headers, RFC 9112 §3.2), and one with an expectation the gateway cannot meet.
+// A credential sent twice (two Authorization or two x-api-key lines) is refused too, and so are two
+// Content-Type lines: the fronts read them differently (node:http keeps the first Authorization and
+// Content-Type and joins x-api-key lines, uSockets keeps the last of each), so which key or account a
+// call was charged to, or which multipart boundary its form was read with, would depend on the front.
 
 /**
  * Header lines a request may carry. uSockets holds 50 entries per request (the request line and 49
@@ -28,14 +32,21 @@ export class FramingHeaders {
   encodings: string[] | null = null;
   expectations: string[] | null = null;
   hosts = 0;
+  /** Authorization, x-api-key and Content-Type lines */
+  authorizations = 0;
+  apiKeys = 0;
+  contentTypes = 0;
   count = 0;
 
-  /** Feed every header (lower-case name); cheap enough for the per-request path: four compares. */
+  /** Feed every header (lower-case name); cheap enough for the per-request path: seven compares. */
   add(name: string, value: string): void {
     this.count += 1;
     if (name === 'content-length') (this.lengths ??= []).push(value);
     else if (name === 'transfer-encoding') (this.encodings ??= []).push(value);
     else if (name === 'host') this.hosts += 1;
+    else if (name === 'authorization') this.authorizations += 1;
+    else if (name === 'x-api-key') this.apiKeys += 1;
+    else if (name === 'content-type') this.contentTypes += 1;
     else if (name === 'expect') (this.expectations ??= []).push(value);
   }
 
@@ -50,6 +61,9 @@ export class FramingHeaders {
     }
     if (this.hosts > 1) return { status: 400, message: 'request has more than one Host header (RFC 9112 §3.2)' };
     if (this.hosts === 0 && hostRequired) return { status: 400, message: 'an HTTP/1.1 request must have a Host header (RFC 9112 §3.2)' };
+    if (this.authorizations > 1) return { status: 400, message: 'request has more than one Authorization header: send one credential' };
+    if (this.apiKeys > 1) return { status: 400, message: 'request has more than one x-api-key header: send one credential' };
+    if (this.contentTypes > 1) return { status: 400, message: 'request has more than one Content-Type header' };
     const lengths = this.lengths;
     const encodings = this.encodings;
     if (lengths !== null && encodings !== null) {
