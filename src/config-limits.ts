@@ -1,4 +1,4 @@
-// The limits part of the config: body sizes, header and URL bounds, timeouts, the drain and watchdog
+// The limits part of the config: body sizes (each, and those still arriving summed), header and URL bounds, timeouts, the drain and watchdog
 // deadlines, the reveal limit and the keys an account may hold. Every one is enforced where the
 // request meets it and named in the error it causes. loadConfig calls parseLimits once.
 import type { OperationsParsers } from './config-ops';
@@ -8,6 +8,7 @@ export const DEFAULT_MODEL_BODY_LIMIT = 32 * 1024 * 1024;      // /v1/* JSON bod
 export const DEFAULT_MULTIPART_LIMIT = 64 * 1024 * 1024;       // /v1/images/edits
 export const DEFAULT_IDLE_TIMEOUT_SECONDS = 30;
 export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
+export const DEFAULT_PENDING_BODY_BYTES = 256 * 1024 * 1024;   // request bodies a worker holds while they arrive, summed
 export const DEFAULT_WATCHDOG_MS = 10_000;
 export const DEFAULT_POOL_TASK_MS = 20_000;
 const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
@@ -26,6 +27,8 @@ export interface Limits {
   maxUrlBytes: number;
   idleTimeoutSeconds: number;
   bodyTimeoutMs: number;
+  /** the bytes of request bodies still arriving that a worker holds at once, over all its connections */
+  pendingBodyBytes: number;
   drainTimeoutMs: number;
   /** a worker whose event loop has not answered the supervisor for this long is replaced (0 = off) */
   watchdogMs: number;
@@ -39,7 +42,7 @@ export interface Limits {
 /** The fields `limits` and `limits.reveal` may hold; anything else is refused by name. */
 export const LIMITS_FIELDS = {
   limits: ['api_body_bytes', 'model_body_bytes', 'multipart_bytes', 'multipart_file_bytes', 'multipart_files', 'multipart_field_bytes',
-    'max_header_bytes', 'max_url_bytes', 'idle_timeout_seconds', 'body_timeout_ms', 'drain_timeout_ms', 'watchdog_ms', 'pool_task_ms', 'reveal', 'max_keys_per_account'],
+    'max_header_bytes', 'max_url_bytes', 'idle_timeout_seconds', 'body_timeout_ms', 'pending_body_bytes', 'drain_timeout_ms', 'watchdog_ms', 'pool_task_ms', 'reveal', 'max_keys_per_account'],
   reveal: ['count', 'window_seconds', 'client_ip_header'],
 } as const;
 
@@ -52,10 +55,19 @@ function headerName(value: unknown, where: string, parsers: OperationsParsers): 
 export function parseLimits(raw: Record<string, unknown>, parsers: OperationsParsers): Limits {
   const limitsRaw = parsers.section(raw.limits, LIMITS_FIELDS.limits, 'limits');
   const revealRaw = parsers.section(limitsRaw.reveal, LIMITS_FIELDS.reveal, 'limits.reveal');
+  const apiBodyBytes = parsers.num(limitsRaw, 'api_body_bytes', DEFAULT_API_BODY_LIMIT, 'limits', 1);
+  const modelBodyBytes = parsers.num(limitsRaw, 'model_body_bytes', DEFAULT_MODEL_BODY_LIMIT, 'limits', 1);
+  const multipartBytes = parsers.num(limitsRaw, 'multipart_bytes', DEFAULT_MULTIPART_LIMIT, 'limits', 1);
+  const largestBody = Math.max(apiBodyBytes, modelBodyBytes, multipartBytes);
+  const pendingBodyBytes = parsers.num(limitsRaw, 'pending_body_bytes', Math.max(DEFAULT_PENDING_BODY_BYTES, largestBody), 'limits', 1);
+  // a body as large as its route allows must fit, or that route could never be served
+  if (pendingBodyBytes < largestBody) {
+    throw new parsers.error(`limits.pending_body_bytes (${pendingBodyBytes}) must be at least the largest body limit (${largestBody} bytes)`);
+  }
   return Object.freeze({
-    apiBodyBytes: parsers.num(limitsRaw, 'api_body_bytes', DEFAULT_API_BODY_LIMIT, 'limits', 1),
-    modelBodyBytes: parsers.num(limitsRaw, 'model_body_bytes', DEFAULT_MODEL_BODY_LIMIT, 'limits', 1),
-    multipartBytes: parsers.num(limitsRaw, 'multipart_bytes', DEFAULT_MULTIPART_LIMIT, 'limits', 1),
+    apiBodyBytes,
+    modelBodyBytes,
+    multipartBytes,
     multipartFileBytes: parsers.num(limitsRaw, 'multipart_file_bytes', 20 * 1024 * 1024, 'limits', 1),
     multipartFiles: parsers.num(limitsRaw, 'multipart_files', 16, 'limits', 1),
     multipartFieldBytes: parsers.num(limitsRaw, 'multipart_field_bytes', 64 * 1024, 'limits', 1),
@@ -63,6 +75,7 @@ export function parseLimits(raw: Record<string, unknown>, parsers: OperationsPar
     maxUrlBytes: parsers.num(limitsRaw, 'max_url_bytes', DEFAULT_MAX_URL_BYTES, 'limits', 256),
     idleTimeoutSeconds: parsers.num(limitsRaw, 'idle_timeout_seconds', DEFAULT_IDLE_TIMEOUT_SECONDS, 'limits', 1),
     bodyTimeoutMs: parsers.num(limitsRaw, 'body_timeout_ms', DEFAULT_BODY_TIMEOUT_MS, 'limits', 1),
+    pendingBodyBytes,
     drainTimeoutMs: parsers.num(limitsRaw, 'drain_timeout_ms', DEFAULT_DRAIN_TIMEOUT_MS, 'limits', 0),
     watchdogMs: parsers.num(limitsRaw, 'watchdog_ms', DEFAULT_WATCHDOG_MS, 'limits', 0),
     poolTaskMs: parsers.num(limitsRaw, 'pool_task_ms', DEFAULT_POOL_TASK_MS, 'limits', 1),

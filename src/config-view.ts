@@ -24,7 +24,7 @@ export function redacted(config: Config): unknown {
       api_body_bytes: limits.apiBodyBytes, model_body_bytes: limits.modelBodyBytes, multipart_bytes: limits.multipartBytes,
       multipart_file_bytes: limits.multipartFileBytes, multipart_files: limits.multipartFiles, multipart_field_bytes: limits.multipartFieldBytes,
       max_header_bytes: limits.maxHeaderBytes, max_url_bytes: limits.maxUrlBytes, idle_timeout_seconds: limits.idleTimeoutSeconds,
-      body_timeout_ms: limits.bodyTimeoutMs, drain_timeout_ms: limits.drainTimeoutMs, watchdog_ms: limits.watchdogMs, pool_task_ms: limits.poolTaskMs,
+      body_timeout_ms: limits.bodyTimeoutMs, pending_body_bytes: limits.pendingBodyBytes, drain_timeout_ms: limits.drainTimeoutMs, watchdog_ms: limits.watchdogMs, pool_task_ms: limits.poolTaskMs,
       reveal: { count: limits.reveal.count, window_seconds: limits.reveal.windowSeconds, ...(limits.reveal.clientIpHeader ? { client_ip_header: limits.reveal.clientIpHeader } : {}) }, max_keys_per_account: limits.maxKeysPerAccount,
     },
     video: { vendor: video.vendor, enabled: video.enabled, timeout_hours: video.timeoutHours, poll_interval_ms: video.pollIntervalMs, sunset: video.sunset },

@@ -98,6 +98,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     limits: {
       defaultBodyLimit: config.limits.apiBodyBytes,
       bodyTimeoutMs: config.limits.bodyTimeoutMs,
+      pendingBodyBytes: config.limits.pendingBodyBytes,
       idleTimeoutSeconds: config.limits.idleTimeoutSeconds,
       maxHeaderBytes: config.limits.maxHeaderBytes,
       maxUrlBytes: config.limits.maxUrlBytes,

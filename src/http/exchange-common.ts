@@ -16,7 +16,22 @@ export const bodyErrors = {
   }),
   clientClosed: () => new GatewayError({ status: 499, type: 'invalid_request_error', code: 'client_closed', message: 'client closed the request' }),
   unreadable: () => new GatewayError({ status: 400, type: 'invalid_request_error', code: 'bad_request', message: 'request body could not be read' }),
+  busy: (limit: number) => new GatewayError({
+    status: 503, type: 'api_error', code: 'server_busy',
+    message: `request bodies still arriving on this server exceed the ${limit}-byte limit of their sum: retry shortly`,
+  }),
 };
+
+/**
+ * The bytes of request bodies a server holds while they arrive, over all its connections. Each body
+ * is bounded by its route's limit; this bounds their sum, so many slow uploads at once cannot take
+ * the worker's memory. The chunk that would pass it refuses its body (503) and closes its connection;
+ * a body is counted until it is complete or refused.
+ */
+export class PendingBodies {
+  held = 0;
+  constructor(readonly limit: number) {}
+}
 
 /**
  * A body refused as too large is still read, and dropped, when its rest is at most this many bytes
@@ -95,6 +110,8 @@ export class BodyCollector implements Deadline {
   sweepSlot = -1;
   private readonly parts: Buffer[] = [];
   private received = 0;
+  /** what this body adds to `pending.held` */
+  private counted = 0;
   private settled = false;
   private resolve!: (body: Buffer) => void;
   private reject!: (error: GatewayError) => void;
@@ -103,7 +120,8 @@ export class BodyCollector implements Deadline {
    * `onFail` runs once when the body is refused, with the refusal and the bytes received by then (the
    * front then closes the connection after answering, or reads the rest and drops it).
    */
-  constructor(private readonly limit: number, private readonly timeoutMs: number, private readonly onFail: (error: GatewayError, received: number) => void) {
+  constructor(private readonly limit: number, private readonly timeoutMs: number, private readonly onFail: (error: GatewayError, received: number) => void,
+    private readonly pending: PendingBodies) {
     this.promise = new Promise<Buffer>((resolve, reject) => { this.resolve = resolve; this.reject = reject; });
     this.deadline = Date.now() + timeoutMs;
     deadlines.add(this, timeoutMs);
@@ -116,6 +134,10 @@ export class BodyCollector implements Deadline {
     if (this.settled) return;
     this.received += chunk.length;
     if (this.received > this.limit) { this.fail(bodyErrors.tooLarge(this.limit)); return; }
+    const pending = this.pending;
+    if (pending.held + chunk.length > pending.limit) { this.fail(bodyErrors.busy(pending.limit)); return; }
+    pending.held += chunk.length;
+    this.counted += chunk.length;
     this.parts.push(chunk);
   }
 
@@ -123,10 +145,17 @@ export class BodyCollector implements Deadline {
     if (this.settled) return;
     this.settled = true;
     deadlines.delete(this);
+    this.release();
     const body = this.parts.length === 1 ? this.parts[0] : Buffer.concat(this.parts, this.received);
     // the exchange keeps its collector (an abort listener) for the call's life: it keeps no chunk
     this.parts.length = 0;
     this.resolve(body);
+  }
+
+  /** This body no longer counts in what the server holds of bodies still arriving. */
+  private release(): void {
+    this.pending.held -= this.counted;
+    this.counted = 0;
   }
 
   /** The deadline passed (called by the sweep). */
@@ -138,6 +167,7 @@ export class BodyCollector implements Deadline {
     if (this.settled) return;
     this.settled = true;
     deadlines.delete(this);
+    this.release();
     this.parts.length = 0;
     this.onFail(error, this.received);
     // handled from the moment it is refused: a handler that has not asked for the body yet must not

@@ -2,7 +2,7 @@
 // Exchange contract as the uWS front.
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { BodyCollector, bodyErrors, ExchangeLifecycle, LINGER_BYTES, LINGER_MS, lingerable, NO_BODY, runHandler } from './exchange-common';
+import { BodyCollector, bodyErrors, ExchangeLifecycle, LINGER_BYTES, LINGER_MS, lingerable, NO_BODY, PendingBodies, runHandler } from './exchange-common';
 import { FramingHeaders, MAX_HEADER_COUNT } from './framing';
 import type { Exchange, Headers, HttpServer, ServerOptions } from './types';
 
@@ -114,7 +114,7 @@ class NodeExchange extends ExchangeLifecycle implements Exchange {
       request.removeAllListeners('data');
       if (error.status === 413) this.dropRest(received);
       else this.closeAfterAnswer = true;
-    });
+    }, this.server.pendingBodies);
     this.bodyCollector = collector;
     request.on('data', (chunk: Buffer) => this.bodyChunk(chunk));
     request.on('end', () => this.bodyEnd());
@@ -211,6 +211,8 @@ class NodeExchange extends ExchangeLifecycle implements Exchange {
 export class NodeServer implements HttpServer {
   readonly front = 'node' as const;
   draining = false;
+  /** request bodies still arriving, over all connections */
+  readonly pendingBodies: PendingBodies;
   private active = 0;
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
@@ -222,6 +224,7 @@ export class NodeServer implements HttpServer {
   private readonly closeWhenAnswered = new WeakSet<Socket>();
 
   constructor(readonly options: ServerOptions) {
+    this.pendingBodies = new PendingBodies(options.limits.pendingBodyBytes);
     const limits = options.limits;
     this.server = createServer({
       maxHeaderSize: limits.maxHeaderBytes,

@@ -42,6 +42,8 @@ export interface ServerLimits {
   /** body limit until the router sets the route's own */
   defaultBodyLimit: number;
   bodyTimeoutMs: number;
+  /** the bytes of request bodies still arriving the server holds at once, over all its connections */
+  pendingBodyBytes: number;
   idleTimeoutSeconds: number;
   maxHeaderBytes: number;
   maxUrlBytes: number;

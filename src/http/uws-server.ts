@@ -3,7 +3,7 @@
 // later write; status before headers; never touch `res` after abort or end; honour write() === false.
 import { STATUS_CODES } from 'node:http';
 import { join, dirname } from 'node:path';
-import { BodyCollector, bodyErrors, ExchangeLifecycle, lingerable, NO_BODY, runHandler } from './exchange-common';
+import { BodyCollector, bodyErrors, ExchangeLifecycle, lingerable, NO_BODY, PendingBodies, runHandler } from './exchange-common';
 import { FramingHeaders } from './framing';
 import type { Exchange, Headers, HttpServer, ServerOptions } from './types';
 
@@ -177,7 +177,7 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
     // sending sees the 413; a chunked one, or a longer rest, gets the connection closed.
     const collector = new BodyCollector(limit, this.server.options.limits.bodyTimeoutMs, (error, received) => {
       if (error.status !== 413 || !lingerable(lengthHeader, received)) this.closeAfterAnswer = true;
-    });
+    }, this.server.pendingBodies);
     this.bodyCollector = collector;
     if (lengthHeader !== undefined && Number(lengthHeader) > limit) this.failBody(bodyErrors.tooLarge(limit));
     this.response.onData(this.bodyData.bind(this));
@@ -287,11 +287,14 @@ class UwsExchange extends ExchangeLifecycle implements Exchange {
 export class UwsServer implements HttpServer {
   readonly front = 'uws' as const;
   draining = false;
+  /** request bodies still arriving, over all connections */
+  readonly pendingBodies: PendingBodies;
   private active = 0;
   private listenSocket: unknown = null;
   private readonly app: UwsApp;
 
   constructor(readonly options: ServerOptions, private readonly uws: UwsModule) {
+    this.pendingBodies = new PendingBodies(options.limits.pendingBodyBytes);
     this.app = uws.App();
     this.app.any('/*', (response, request) => {
       this.active += 1;

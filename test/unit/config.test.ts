@@ -150,3 +150,15 @@ test('an embedding model is priced per input token only', () => {
   refused({ models: [{ id: 'embed', kind: 'embedding', price: { input: 0.02, output: 1 } }] }, /model "embed" is an embedding model: give price.input/);
   refused({ models: [{ id: 'embed', kind: 'embedding', price: { per_call: 0.01 } }] }, /model "embed" is an embedding model/);
 });
+
+test('limits.pending_body_bytes: 256 MiB by default, never below the largest body limit; below it is refused by name', () => {
+  const env = {};
+  assert.equal(loadConfig({ raw: EMBEDDED_CONFIG, env }).limits.pendingBodyBytes, 256 * 1024 * 1024);
+  // a larger body limit raises the default with it
+  assert.equal(loadConfig({ raw: { ...EMBEDDED_CONFIG, limits: { multipart_bytes: 300 * 1024 * 1024 } }, env }).limits.pendingBodyBytes, 300 * 1024 * 1024);
+  assert.equal(loadConfig({ raw: { ...EMBEDDED_CONFIG, limits: { pending_body_bytes: 100 * 1024 * 1024, multipart_bytes: 1024 * 1024, model_body_bytes: 1024 * 1024 } }, env }).limits.pendingBodyBytes, 100 * 1024 * 1024);
+  assert.throws(() => loadConfig({ raw: { ...EMBEDDED_CONFIG, limits: { pending_body_bytes: 1024 * 1024 } }, env }),
+    (error: unknown) => error instanceof ConfigError && /limits\.pending_body_bytes \(1048576\) must be at least the largest body limit \(67108864 bytes\)/.test(error.message));
+  assert.throws(() => loadConfig({ raw: { ...EMBEDDED_CONFIG, limits: { pending_body_bytes: 'lots' } }, env }),
+    (error: unknown) => error instanceof ConfigError && error.message.includes('pending_body_bytes'));
+});

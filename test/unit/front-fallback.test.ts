@@ -7,7 +7,7 @@ test('a uWS binary that cannot load falls back to node:http with a warning namin
   const warnings: string[] = [];
   const server = createHttpServer({
     host: '127.0.0.1', port: 0,
-    limits: { defaultBodyLimit: 1024, bodyTimeoutMs: 1000, idleTimeoutSeconds: 5, maxHeaderBytes: 16 * 1024, maxUrlBytes: 1024 },
+    limits: { defaultBodyLimit: 1024, bodyTimeoutMs: 1000, pendingBodyBytes: 1024 * 1024, idleTimeoutSeconds: 5, maxHeaderBytes: 16 * 1024, maxUrlBytes: 1024 },
     handler: (exchange) => exchange.respond(200, { 'content-type': 'application/json' }, '{"ok":true}'),
     rejection: (status, message) => ({ headers: { 'content-type': 'application/json' }, body: JSON.stringify({ status, message }) }),
   }, 'uws', (message) => warnings.push(message), () => { throw new Error('uws_linux_x64_999.node: cannot open shared object file'); });

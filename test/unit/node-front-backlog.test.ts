@@ -22,7 +22,7 @@ const ssMissing = (() => { try { execFileSync('ss', ['-V'], { stdio: 'ignore' })
 test('the node:http front listens with its own backlog, not Node\'s 511', { skip: ssMissing ? 'ss (iproute2) is not installed' : process.versions.bun ? 'Bun' : false }, async () => {
   const server = createHttpServer({
     host: '127.0.0.1', port: 0,
-    limits: { defaultBodyLimit: 1024, bodyTimeoutMs: 1000, idleTimeoutSeconds: 5, maxHeaderBytes: 16 * 1024, maxUrlBytes: 1024 },
+    limits: { defaultBodyLimit: 1024, bodyTimeoutMs: 1000, pendingBodyBytes: 1024 * 1024, idleTimeoutSeconds: 5, maxHeaderBytes: 16 * 1024, maxUrlBytes: 1024 },
     handler: (exchange) => exchange.respond(200, { 'content-type': 'application/json' }, '{"ok":true}'),
     rejection: (status, message) => ({ headers: { 'content-type': 'application/json' }, body: JSON.stringify({ status, message }) }),
   }, 'node', () => undefined);
