@@ -115,14 +115,16 @@ for (const front of FRONTS) {
       assert.ok(streamed.startedAt < reloadSentAt);
 
       const expected = 1 + results.length;
+      // by id: a record committed while the pages are read shifts them, so one page can repeat an
+      // item of the one before and the list can miss the newcomer; the next read finds it
       const records = await waitFor(async () => {
-        const items = [];
+        const items = new Map<number, unknown>();
         for (let page = 0; page < 20; page += 1) {
           const listed = await call(supervisor.url, 'GET', `/api/log/?key_id=${key.id}&p=${page}&page_size=100`, { token: supervisor.adminToken() });
-          items.push(...listed.json.data.items);
+          for (const item of listed.json.data.items) items.set(item.id, item);
           if (listed.json.data.items.length < 100) break;
         }
-        return items.length === expected ? items : undefined;
+        return items.size === expected ? [...items.values()] : undefined;
       }, 30_000, 100);
       assert.ok(records, `all ${expected} calls have their usage record`);
       const byPrompt = new Map(records.filter((record: any) => record.model === 'sim-gpt-mini').map((record: any) => [record.prompt_tokens, record]));
