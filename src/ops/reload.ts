@@ -3,7 +3,7 @@
 // start (models, prices, groups, channels, retries, …) in the running context. A call in flight
 // keeps the model, price ratio and channel list it started with; only new calls see the new ones.
 // What the listening sockets and the process layout were built from (listen, workers, dataDir,
-// front, the HTTP front's limits) takes effect at the next restart, and the answer says so.
+// front, the HTTP front's limits, its sum of bodies still arriving included) takes effect at the next restart, and the answer says so.
 import { readFileSync } from 'node:fs';
 import { ConfigError, loadConfig, modelIndex, type Config } from '../config';
 import type { GatewayContext } from '../context';
@@ -29,6 +29,7 @@ function fixedParts(config: Config): Record<string, unknown> {
     listen: config.listen, workers: config.workers, dataDir: config.dataDir, front: config.front, 'video.vendor': config.video.vendor,
     'limits.max_header_bytes': limits.maxHeaderBytes, 'limits.max_url_bytes': limits.maxUrlBytes,
     'limits.idle_timeout_seconds': limits.idleTimeoutSeconds, 'limits.body_timeout_ms': limits.bodyTimeoutMs,
+    'limits.pending_body_bytes': limits.pendingBodyBytes,
   };
 }
 
@@ -48,6 +49,7 @@ export function reloadable(running: Config, next: Config): Config {
     limits: Object.freeze({
       ...next.limits, maxHeaderBytes: running.limits.maxHeaderBytes, maxUrlBytes: running.limits.maxUrlBytes,
       idleTimeoutSeconds: running.limits.idleTimeoutSeconds, bodyTimeoutMs: running.limits.bodyTimeoutMs,
+      pendingBodyBytes: running.limits.pendingBodyBytes,
     }),
   });
 }

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { ConfigError, EMBEDDED_CONFIG, loadConfig, redacted } from '../../src/config';
 import { workerV8Flags } from '../../src/supervisor';
 import { execFileSync } from 'node:child_process';
+import { reloadable, restartRequired } from '../../src/ops/reload';
 
 const chatModel = { id: 'gpt-test', price: { input: 1, output: 2 } };
 const channel = { name: 'main', type: 'openai', base_url: 'http://127.0.0.1:9', keys: ['k'], models: ['gpt-test'] };
@@ -161,4 +162,15 @@ test('limits.pending_body_bytes: 256 MiB by default, never below the largest bod
     (error: unknown) => error instanceof ConfigError && /limits\.pending_body_bytes \(1048576\) must be at least the largest body limit \(67108864 bytes\)/.test(error.message));
   assert.throws(() => loadConfig({ raw: { ...EMBEDDED_CONFIG, limits: { pending_body_bytes: 'lots' } }, env }),
     (error: unknown) => error instanceof ConfigError && error.message.includes('pending_body_bytes'));
+});
+
+test('a reload that changes the HTTP front\'s limits says they need a restart, and keeps the running ones', () => {
+  const env = {};
+  const running = loadConfig({ raw: EMBEDDED_CONFIG, env });
+  const next = loadConfig({ raw: { ...EMBEDDED_CONFIG, limits: { pending_body_bytes: 512 * 1024 * 1024, body_timeout_ms: 5_000, model_body_bytes: 8 * 1024 * 1024 } }, env });
+  assert.deepEqual(restartRequired(running, next), ['limits.body_timeout_ms', 'limits.pending_body_bytes']);
+  const applied = reloadable(running, next);
+  assert.equal(applied.limits.pendingBodyBytes, running.limits.pendingBodyBytes);
+  assert.equal(applied.limits.bodyTimeoutMs, running.limits.bodyTimeoutMs);
+  assert.equal(applied.limits.modelBodyBytes, 8 * 1024 * 1024, 'a route\'s body limit applies at once');
 });
