@@ -104,13 +104,15 @@ function textOf(content: unknown): string {
 }
 
 /** Throws a 400 GatewayError naming the first offending field; checks run in a fixed order. */
+const TOOL_LISTS = ['tools', 'functions'] as const;
+
 /**
  * `tools` and `functions`, when given, are arrays of objects. Their elements pass through untouched;
  * only the containers are checked, as every OpenAI-compatible upstream requires, because the
  * simulator and the Anthropic translation read them as arrays.
  */
-export function refuseMalformedToolLists(body: Record<string, unknown>): void {
-  for (const name of ['tools', 'functions'] as const) {
+export function refuseMalformedToolLists(body: { tools?: unknown; functions?: unknown }): void {
+  for (const name of TOOL_LISTS) {
     const list = body[name];
     if (list == null) continue;
     if (!Array.isArray(list)) throw badRequest(`${name} must be an array of objects`, name);

@@ -251,7 +251,7 @@ function checkCalledFunction(value: unknown, param: string): void {
  * cannot carry, where OpenAI would refuse it too, rather than a TypeError mid-translation.
  */
 function refuseUntranslatableTools(body: OpenAIChatRequest): void {
-  refuseMalformedToolLists(body as unknown as Record<string, unknown>);
+  refuseMalformedToolLists(body);
   (body.messages ?? []).forEach((message, index) => {
     const calls: unknown = message.tool_calls;
     if (calls != null) {

@@ -241,11 +241,14 @@ export interface RawResult {
   elapsedMs: number;
 }
 
+/** Between rawExchange's chunks: wait this long before writing the next (a call is in flight by then, say). */
+export interface RawPause { pauseMs: number }
+
 /**
- * Writes raw bytes on a TCP connection and collects everything the server sends until it closes the
+ * Writes raw bytes on a TCP connection (with pauses where asked) and collects everything the server sends until it closes the
  * connection or `waitMs` passes. For requests a well-behaved client library would refuse to send.
  */
-export function rawExchange(port: number, chunks: (string | Buffer)[], waitMs = 3000): Promise<RawResult> {
+export function rawExchange(port: number, chunks: (string | Buffer | RawPause)[], waitMs = 3000): Promise<RawResult> {
   return new Promise((resolve, reject) => {
     const started = Date.now();
     const socket = connect({ host: '127.0.0.1', port });
@@ -267,7 +270,12 @@ export function rawExchange(port: number, chunks: (string | Buffer)[], waitMs = 
       if (error.code === 'ECONNRESET' || error.code === 'EPIPE') finish(true);
       else if (!done) { done = true; clearTimeout(timer); reject(error); }
     });
-    socket.on('connect', () => { for (const chunk of chunks) socket.write(chunk); });
+    socket.on('connect', async () => {
+      for (const chunk of chunks) {
+        if (typeof chunk === 'object' && 'pauseMs' in chunk) await new Promise((resume) => setTimeout(resume, chunk.pauseMs));
+        else if (!done) socket.write(chunk);
+      }
+    });
   });
 }
 

@@ -87,6 +87,16 @@ for (const front of FRONTS) {
     });
     after(async () => { await gateway?.close(); await mock?.close(); });
 
+    /** An image edit whose multipart body is written by hand. */
+    const postForm = (boundary: string, body: Buffer) => call(gateway.url, 'POST', '/v1/images/edits', {
+      token: `Bearer ${key}`, rawBody: body, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+    });
+    /** The scenario's charges committed, then the money invariants since `before0`. */
+    const moneyHolds = async (before0: Awaited<ReturnType<typeof moneySnapshot>>, label: string) => {
+      await gateway.gateway.context.ledger.flush();
+      await assertMoneyInvariants(gateway.gateway.context.store, before0, label);
+    };
+
     test('the openai SDK sees the 413 of an image edit over the multipart limit, with its message', async () => {
       for (const size of [MULTIPART_LIMIT + 1024 * 1024, 3 * MULTIPART_LIMIT]) {
         const error = await apiError(client.images.edit({ model: 'mock-image', prompt: 'a boat', image: await toFile(Buffer.alloc(size, 7), 'big.png', { type: 'image/png' }) }));
@@ -146,8 +156,7 @@ for (const front of FRONTS) {
         const edited = await client.images.edit({ model: 'mock-image', prompt: 'a boat', image: await toFile(PNG, 'a.png', { type: 'image/png' }) });
         assert.equal(edited.data!.length, 1, `round ${round}`);
       }
-      await gateway.gateway.context.ledger.flush();
-      await assertMoneyInvariants(gateway.gateway.context.store, before0, 'multipart pairs');
+      await moneyHolds(before0, 'multipart pairs');
     });
 
     test('a form field whose content-type names a charset that cannot be decoded is a 400 naming the field, not a 500; nothing billed', async () => {
@@ -162,9 +171,7 @@ for (const front of FRONTS) {
       for (const [name, charset] of [['size', 'bogus'], ['prompt', 'x-unknown-charset'], ['model', 'x-bogus-2'], ['image', 'no-such-charset']]) {
         const parts = [field('model', 'mock-image'), field('prompt', 'a boat'), field(name, name === 'image' ? 'https://example.com/a.png' : '1024x1024', charset)];
         const body = Buffer.concat([Buffer.from(parts.join('')), image, Buffer.from(`--${boundary}--\r\n`)]);
-        const answer = await call(gateway.url, 'POST', '/v1/images/edits', {
-          token: `Bearer ${key}`, rawBody: body, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
-        });
+        const answer = await postForm(boundary, body);
         assert.equal(answer.status, 400, `${name} (${charset}): ${answer.text.slice(0, 300)}`);
         assert.equal(answer.json.error.type, 'invalid_request_error', answer.text);
         assert.equal(answer.json.error.param, name, answer.text);
@@ -173,10 +180,9 @@ for (const front of FRONTS) {
       assert.equal(mock.requests.length, 0, 'no upstream call');
       // a charset busboy does decode is still read
       const latin = Buffer.concat([Buffer.from(field('model', 'mock-image') + field('prompt', 'a boat', 'iso-8859-1')), image, Buffer.from(`--${boundary}--\r\n`)]);
-      const served = await call(gateway.url, 'POST', '/v1/images/edits', { token: `Bearer ${key}`, rawBody: latin, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } });
+      const served = await postForm(boundary, latin);
       assert.equal(served.status, 200, served.text.slice(0, 300));
-      await gateway.gateway.context.ledger.flush();
-      await assertMoneyInvariants(gateway.gateway.context.store, before0, 'undecodable charset');
+      await moneyHolds(before0, 'undecodable charset');
     });
 
     test('a part header past busboy\'s 16 KiB limit (a 20,000-character file name) is a 400 that names the limit', async () => {
@@ -188,13 +194,12 @@ for (const front of FRONTS) {
         Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="image"; filename="${'n'.repeat(20_000)}.png"\r\ncontent-type: image/png\r\n\r\n`), PNG,
         Buffer.from(`\r\n--${boundary}--\r\n`),
       ]);
-      const answer = await call(gateway.url, 'POST', '/v1/images/edits', { token: `Bearer ${key}`, rawBody: body, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } });
+      const answer = await postForm(boundary, body);
       assert.equal(answer.status, 400, answer.text.slice(0, 300));
       assert.equal(answer.json.error.type, 'invalid_request_error');
       assert.match(answer.json.error.message, /16384-byte part header limit/);
       assert.equal(mock.requests.length, 0, 'no upstream call');
-      await gateway.gateway.context.ledger.flush();
-      await assertMoneyInvariants(gateway.gateway.context.store, before0, 'long part header');
+      await moneyHolds(before0, 'long part header');
     });
   });
 }

@@ -7,7 +7,6 @@
 // written whole and the connection is closed after them, as the uWS front does; the call is billed
 // once, as completed.
 import assert from 'node:assert/strict';
-import { connect } from 'node:net';
 import { describe, test } from 'node:test';
 import { FRONTS, parseRawAnswer, rawExchange } from '../helpers/gateway';
 import { chatConfig, createKey, eventually, flushCharges, moneyScenarios, sleep, sseEvents, type ChatSetup } from '../integration/chat-harness';
@@ -25,34 +24,6 @@ function config(mockUrl: string): Record<string, unknown> {
 
 function statuses(raw: string): number[] {
   return [...raw.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1]));
-}
-
-/**
- * Writes `request`, then after `delayMs` (the call is in flight by then) `behind`; returns everything
- * the server sent until it closed the connection (or `waitMs` passed), and whether it closed it.
- */
-function sendWithBytesBehind(port: number, request: Buffer, behind: string, delayMs: number, waitMs: number): Promise<{ text: string; closed: boolean }> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    const parts: Buffer[] = [];
-    let settled = false;
-    const finish = (closed: boolean) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      socket.destroy();
-      resolve({ text: Buffer.concat(parts).toString('latin1'), closed });
-    };
-    const timer = setTimeout(() => finish(false), waitMs);
-    socket.on('data', (chunk: Buffer) => parts.push(chunk));
-    socket.on('end', () => finish(true));
-    socket.on('close', () => finish(true));
-    socket.on('error', () => finish(true));
-    socket.on('connect', () => {
-      socket.write(request);
-      setTimeout(() => { if (!settled) socket.write(behind); }, delayMs);
-    });
-  });
 }
 
 const GARBAGE = 'GARBAGE\r\n\r\n';
@@ -78,7 +49,7 @@ for (const front of FRONTS) describe(`bytes the parser cannot read behind a call
     const key = await createKey(setup.url, admin(), { remain_quota: 1_000_000 });
     setup.mock.script({ delayHeadersMs: 600 });
     const body = Buffer.from(JSON.stringify({ model: 'mock-image', prompt: 'a lighthouse', n: 1 }));
-    const result = await sendWithBytesBehind(setup.gateway.port, post('/v1/images/generations', key.key, body, 'application/json'), GARBAGE, 200, closesAfterAnswer(front) ? 8_000 : 2_500);
+    const result = await rawExchange(setup.gateway.port, [post('/v1/images/generations', key.key, body, 'application/json'), { pauseMs: 200 }, GARBAGE], closesAfterAnswer(front) ? 8_000 : 2_500);
     assert.deepEqual(statuses(result.text), [200], JSON.stringify(result.text.slice(0, 300)));
     const answer = parseRawAnswer(result.text);
     assert.equal(JSON.parse(answer.body).data.length, 1, answer.body.slice(0, 200));
@@ -94,7 +65,7 @@ for (const front of FRONTS) describe(`bytes the parser cannot read behind a call
     const key = await createKey(setup.url, admin(), { remain_quota: 1_000_000 });
     setup.mock.script({ silenceAfterChunks: 2, silenceMs: 600 });
     const body = Buffer.from(JSON.stringify({ model: 'mock-chat', max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'hi' }] }));
-    const result = await sendWithBytesBehind(setup.gateway.port, post('/v1/messages', key.key, body, 'application/json'), GARBAGE, 300, closesAfterAnswer(front) ? 8_000 : 3_000);
+    const result = await rawExchange(setup.gateway.port, [post('/v1/messages', key.key, body, 'application/json'), { pauseMs: 300 }, GARBAGE], closesAfterAnswer(front) ? 8_000 : 3_000);
     assert.deepEqual(statuses(result.text), [200], JSON.stringify(result.text.slice(-400)));
     const answer = parseRawAnswer(result.text);
     assert.doesNotMatch(answer.body, /malformed HTTP request/, 'an error answer inside the stream');
